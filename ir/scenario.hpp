@@ -1,0 +1,151 @@
+// paralab — a scenario: the model, the training recipe, the parallel layout and the cluster.
+// Loaded once at the edge (ir/scenario_loader.hpp) into these validated structs; nothing
+// downstream looks keys up by string. Key names follow Megatron-LM's arguments.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "ir/dtype.hpp"
+#include "ir/error.hpp"
+#include "ir/topology.hpp"
+
+namespace paralab {
+
+enum class Activation : uint8_t { gelu, swiglu };
+enum class Normalization : uint8_t { layernorm, rmsnorm };
+enum class PositionEmbedding : uint8_t { learned_absolute, rope };
+enum class Optimizer : uint8_t { adam, sgd };
+enum class Recompute : uint8_t { none, selective, full };
+enum class AttentionImpl : uint8_t { flash, unfused };
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved };
+enum class CollectiveAlgo : uint8_t { automatic, ring, tree, hierarchical };
+
+// [model]: a decoder-only transformer (GPT or Llama family).
+struct ModelConfig {
+  std::string preset;             // preset it started from, empty if none
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_query_groups = 0;   // == heads for multi-head attention, < heads for GQA
+  int64_t kv_channels = 0;        // head dimension; hidden_size / heads unless set
+  int64_t ffn_hidden_size = 0;
+  int64_t vocab_size = 0;         // as given; padded_vocab() applies Megatron's padding
+  int64_t make_vocab_size_divisible_by = 128;
+  int64_t seq_length = 0;
+  int64_t max_position_embeddings = 0;  // learned positions table size (= seq_length unless set)
+  Activation activation = Activation::gelu;
+  Normalization normalization = Normalization::layernorm;
+  PositionEmbedding position_embedding_type = PositionEmbedding::learned_absolute;
+  bool untie_embeddings = false;  // Megatron: untie_embeddings_and_output_weights
+  bool add_bias_linear = true;
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
+  double norm_epsilon = 1e-5;
+  double rotary_base = 10000.0;
+
+  // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * tp
+  // (megatron/training/tokenizer: _vocab_size_with_padding).
+  [[nodiscard]] int64_t padded_vocab(int64_t tensor_parallel) const;
+  [[nodiscard]] int64_t kv_hidden() const { return num_query_groups * kv_channels; }
+  [[nodiscard]] int64_t q_hidden() const { return num_attention_heads * kv_channels; }
+};
+
+// [training]: batch, precision, optimizer, recomputation.
+struct TrainingConfig {
+  int64_t global_batch_size = 0;
+  int64_t micro_batch_size = 1;
+  Precision precision = Precision::bf16;
+  Optimizer optimizer = Optimizer::adam;
+  Recompute recompute = Recompute::none;
+  AttentionImpl attention = AttentionImpl::flash;
+  double lr = 1e-4;
+  double weight_decay = 0.01;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.95;
+  double adam_eps = 1e-8;
+  double sgd_momentum = 0.9;
+  double clip_grad = 1.0;               // 0 disables gradient clipping
+  double initial_loss_scale = 65536.0;  // fp16 dynamic loss scaling (seed 000: 2^16)
+  int64_t loss_scale_window = 2000;     // growth interval (seed 000)
+  int64_t seed = 1234;
+};
+
+// [parallel]: the layout. tensor*pipeline*context*data == cluster GPUs.
+struct ParallelConfig {
+  int64_t tensor = 1;
+  int64_t pipeline = 1;
+  int64_t context = 1;
+  int64_t data = 0;  // 0 until inferred from the cluster's GPU count
+  bool sequence_parallel = false;
+  int64_t virtual_pipeline_stages = 1;
+  Schedule schedule = Schedule::one_f_one_b;
+  int64_t zero_stage = 0;
+  double dp_bucket_mb = 25.0;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  // Megatron (Narayanan et al. 2021 Sec. 4.1): without sequence parallelism, send 1/t of a
+  // stage boundary tensor per TP rank over the network and all-gather it over NVLink.
+  bool scatter_gather_tensors_in_pipeline = true;
+
+  [[nodiscard]] int64_t world() const { return tensor * pipeline * context * data; }
+  [[nodiscard]] int64_t num_microbatches(int64_t global_batch, int64_t micro_batch) const {
+    return global_batch / (micro_batch * data);
+  }
+};
+
+// [cluster]: which hardware, how many nodes.
+struct ClusterConfig {
+  std::string topology;  // name in topologies/ or a path
+  int64_t nodes = 1;
+};
+
+// [simulation]: knobs of the simulator that are not part of the layout.
+struct SimulationConfig {
+  CollectiveAlgo collective_algorithm = CollectiveAlgo::automatic;
+};
+
+// Where every key's value came from, for error messages after loading ("section.key").
+class Provenance {
+ public:
+  void set(const std::string& key, SourceLoc loc) { locs_[key] = std::move(loc); }
+  [[nodiscard]] SourceLoc at(const std::string& key) const;
+  void set_default_file(std::string file) { default_file_ = std::move(file); }
+
+ private:
+  std::map<std::string, SourceLoc> locs_;
+  std::string default_file_;
+};
+
+struct Scenario {
+  std::string name;  // file stem
+  std::filesystem::path file;
+  ModelConfig model;
+  TrainingConfig training;
+  ParallelConfig parallel;
+  ClusterConfig cluster;
+  SimulationConfig simulation;
+  Topology topology;  // resolved from cluster.topology
+  Provenance provenance;
+
+  [[nodiscard]] int64_t world_size() const { return parallel.world(); }
+  [[nodiscard]] int64_t num_microbatches() const {
+    return parallel.num_microbatches(training.global_batch_size, training.micro_batch_size);
+  }
+  [[nodiscard]] int64_t tokens_per_step() const {
+    return training.global_batch_size * model.seq_length;
+  }
+};
+
+std::string_view to_string(Activation v);
+std::string_view to_string(Normalization v);
+std::string_view to_string(PositionEmbedding v);
+std::string_view to_string(Optimizer v);
+std::string_view to_string(Recompute v);
+std::string_view to_string(AttentionImpl v);
+std::string_view to_string(Schedule v);
+std::string_view to_string(CollectiveAlgo v);
+
+}  // namespace paralab

@@ -1,0 +1,116 @@
+// paralab — a hardware description: the device (GPU or CPU host), the node and the network.
+// Loaded from topologies/*.toml (data only, every value citing its source) by
+// ir/topology_loader.hpp. Units are in the names: _gbps = gigabytes per second (1e9 B/s),
+// _us = microseconds, _gib = 2^30 bytes, _tflops = 1e12 FLOP/s.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.hpp"
+#include "ir/op_kind.hpp"
+
+namespace paralab {
+
+enum class DeviceKind : uint8_t { gpu, cpu };
+enum class IntraFabric : uint8_t { nvswitch, pcie, shm };
+enum class NetworkKind : uint8_t { none, fat_tree, rail_optimized };
+
+constexpr int kMathModes = 5;  // indexes of MathMode
+constexpr int math_index(MathMode m) { return static_cast<int>(m); }
+
+// One accelerator (or one CPU rank's share of a host).
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::gpu;
+  std::string name;
+  int64_t sm_count = 1;                    // streaming multiprocessors (GPU) or cores (CPU)
+  std::array<double, kMathModes> peak_tflops{};  // dense peak per MathMode; 0 = unsupported
+  double memory_gib = 0;                   // HBM (GPU) or memory available to one rank (CPU)
+  double mem_bw_gbps = 0;                  // peak memory bandwidth
+  double l2_mib = 0;
+  double launch_overhead_us = 0;           // per kernel launch / per op dispatch
+  // Compute model (sim/): fraction of peak a large, well-shaped GEMM reaches; the output tile
+  // of the library's main kernel (for tile and wave quantization over sm_count); fraction of
+  // peak bandwidth a streaming kernel reaches; fused attention efficiencies vs the GEMM peak.
+  double gemm_max_efficiency = 0.8;
+  int64_t gemm_tile_m = 128;
+  int64_t gemm_tile_n = 128;
+  double mem_efficiency = 0.85;
+  double flash_fwd_efficiency = 0.6;
+  double flash_bwd_efficiency = 0.5;
+
+  [[nodiscard]] double peak(MathMode m) const { return peak_tflops[math_index(m)]; }
+};
+
+// A point-to-point link class: bandwidth per direction, latency per traversal, and the
+// fraction of bandwidth collectives reach over it (protocol overhead, measured by nccl-tests).
+struct LinkSpec {
+  double bw_gbps = 0;
+  double lat_us = 0;
+  double efficiency = 1.0;
+
+  [[nodiscard]] double effective_bw_gbps() const { return bw_gbps * efficiency; }
+};
+
+struct NodeSpec {
+  int64_t devices_per_node = 1;
+  IntraFabric intra = IntraFabric::nvswitch;
+  LinkSpec intra_link;   // device <-> NVSwitch (per device), or shared-memory transport (CPU)
+  LinkSpec pcie;         // device <-> PCIe switch <-> NIC
+  int64_t nics_per_node = 0;
+  LinkSpec nic;          // NIC <-> leaf switch
+};
+
+struct NetworkSpec {
+  NetworkKind kind = NetworkKind::none;
+  int64_t levels = 2;            // switch tiers of the fat tree (1..3)
+  int64_t radix = 40;            // ports per switch
+  double oversubscription = 1.0; // leaf down:up bandwidth ratio (1 = full bisection)
+  LinkSpec switch_link;          // switch <-> switch; lat_us is the per-hop switch latency
+};
+
+// NCCL-like collective costs that are not link properties.
+struct CollectiveSpec {
+  double launch_lat_us = 5.0;    // fixed cost per collective call (kernel launch, setup)
+  double step_lat_us = 1.0;      // per algorithm step, added to the links' latencies
+  double tree_max_bytes = 0;     // automatic choice: tree below this size when nodes > 1
+};
+
+// Measurements written by `paralab calibrate`, overriding the model per op shape.
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  MathMode math = MathMode::f32;
+  double time_us = 0;
+};
+struct KernelPoint {
+  OpKind kind = OpKind::cast;
+  int64_t bytes = 0;     // bytes the kernel reads and writes
+  double time_us = 0;
+};
+struct Calibration {
+  std::string source;    // how and where it was measured
+  std::vector<GemmPoint> gemm;
+  std::vector<KernelPoint> kernels;
+
+  [[nodiscard]] bool empty() const { return gemm.empty() && kernels.empty(); }
+};
+
+struct Topology {
+  std::string name;
+  std::string description;
+  std::filesystem::path file;
+  DeviceSpec device;
+  NodeSpec node;
+  NetworkSpec network;
+  CollectiveSpec collectives;
+  Calibration calibration;
+};
+
+std::string_view to_string(DeviceKind v);
+std::string_view to_string(IntraFabric v);
+std::string_view to_string(NetworkKind v);
+
+}  // namespace paralab
