@@ -7,20 +7,6 @@
 
 namespace paralab {
 
-std::string_view to_string(GroupKind g) {
-  switch (g) {
-    case GroupKind::tp: return "tp";
-    case GroupKind::cp: return "cp";
-    case GroupKind::dp: return "dp";
-    case GroupKind::pp: return "pp";
-    case GroupKind::embd: return "embd";
-    case GroupKind::mp: return "mp";
-    case GroupKind::world: return "world";
-    case GroupKind::kCount: break;
-  }
-  return "?";
-}
-
 Layout::Layout(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t devices_per_node)
     : tp_(tp), cp_(cp), dp_(dp), pp_(pp), per_node_(devices_per_node) {
   if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || devices_per_node < 1)

@@ -89,6 +89,11 @@ struct ParallelConfig {
   // Megatron (Narayanan et al. 2021 Sec. 4.1): without sequence parallelism, send 1/t of a
   // stage boundary tensor per TP rank over the network and all-gather it over NVLink.
   bool scatter_gather_tensors_in_pipeline = true;
+  // Uneven pipelines (Megatron-LM's decoder_first/last_pipeline_num_layers): the first and/or
+  // last stage hold this many layers, the rest split evenly. 0 = even split. Llama 3 405B was
+  // trained with one layer fewer on the first and last of 16 stages (Llama 3 paper, Sec. 3.3).
+  int64_t decoder_first_pipeline_num_layers = 0;
+  int64_t decoder_last_pipeline_num_layers = 0;
 
   [[nodiscard]] int64_t world() const { return tensor * pipeline * context * data; }
   [[nodiscard]] int64_t num_microbatches(int64_t global_batch, int64_t micro_batch) const {
@@ -100,6 +105,9 @@ struct ParallelConfig {
 struct ClusterConfig {
   std::string topology;  // name in topologies/ or a path
   int64_t nodes = 1;
+  int64_t devices_per_node = 0;  // the topology's unless set (e.g. 2 ranks on a 4-core host)
+
+  [[nodiscard]] int64_t devices() const { return nodes * devices_per_node; }
 };
 
 // [simulation]: knobs of the simulator that are not part of the layout.

@@ -1,0 +1,91 @@
+// paralab — argument parsing and atomic output files.
+#include "apps/cli.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+namespace paralab::cli {
+
+std::optional<std::string> Args::value(const std::string& name) const {
+  auto it = values.find(name);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Args::require_positional(size_t i, const std::string& what) const {
+  if (i >= positional.size()) throw UsageError("missing argument: " + what);
+  return positional[i];
+}
+
+Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& options) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      a.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg, inline_value;
+    bool has_inline = false;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--set", 0) != 0) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+      has_inline = true;
+    }
+    auto next_value = [&](const std::string& opt) {
+      if (has_inline) return inline_value;
+      if (i + 1 >= argc) throw UsageError(opt + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (name == "--set" || name.rfind("--set=", 0) == 0) {
+      a.sets.push_back(name == "--set" ? next_value("--set") : name.substr(6));
+      continue;
+    }
+    if (name == "--json") {
+      a.flags["--json"] = true;
+      continue;
+    }
+    const OptionSpec* spec = nullptr;
+    for (const auto& o : options)
+      if (o.name == name) spec = &o;
+    if (!spec) throw UsageError("unknown option " + name);
+    if (spec->takes_value) a.values[name] = next_value(name);
+    else a.flags[name] = true;
+  }
+  return a;
+}
+
+std::string options_help(const std::vector<OptionSpec>& options) {
+  std::string out = "  --set section.key=value  override any scenario key (repeatable)\n"
+                    "  --json                   machine-readable output\n";
+  for (const auto& o : options) {
+    std::string left = o.name + (o.takes_value ? " VALUE" : "");
+    left.resize(std::max<size_t>(left.size() + 1, 25), ' ');
+    out += "  " + left + o.help + "\n";
+  }
+  return out;
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + path.string());
+    f << content;
+    f.flush();
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp);
+      throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+  }
+}
+
+}  // namespace paralab::cli

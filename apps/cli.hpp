@@ -1,0 +1,46 @@
+// paralab — command-line plumbing shared by every command: argument parsing with typed
+// errors, `--set` collection, and outputs written atomically (never a partial file).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace paralab::cli {
+
+// Bad command-line usage (unknown option, missing argument): exit code 2 with usage text.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string name;      // "--trace"
+  bool takes_value;      // "--trace FILE" vs "--json"
+  std::string help;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::string> sets;                 // every --set section.key=value
+  std::map<std::string, std::string> values;     // --option VALUE
+  std::map<std::string, bool> flags;             // --flag
+
+  [[nodiscard]] bool flag(const std::string& name) const { return flags.count(name) > 0; }
+  [[nodiscard]] std::optional<std::string> value(const std::string& name) const;
+  [[nodiscard]] std::string require_positional(size_t i, const std::string& what) const;
+};
+
+// Parses argv after the command name. `--set` and `--json` are always accepted.
+Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& options);
+
+std::string options_help(const std::vector<OptionSpec>& options);
+
+// Writes `content` to `path` through a temporary file and a rename, so a failure never leaves
+// a partial result behind.
+void write_file_atomic(const std::filesystem::path& path, const std::string& content);
+
+}  // namespace paralab::cli

@@ -1,0 +1,14 @@
+// paralab — the table of commands.
+#include "apps/commands.hpp"
+
+namespace paralab::cli {
+
+std::span<const Command> commands() {
+  static constexpr Command table[] = {
+      {"inspect", "parameters, FLOPs, communication and memory per rank, from the IR alone", &run_inspect,
+       "paralab inspect SCENARIO [--json] [--dump-ir FILE [--rank R]] [--set section.key=value ...]"},
+  };
+  return table;
+}
+
+}  // namespace paralab::cli

@@ -1,0 +1,80 @@
+// paralab — spellings of enum values (scenario keys use Megatron-LM's words where it has one).
+#include "ir/enum_names.hpp"
+
+#include <array>
+
+namespace paralab {
+
+#define PARALAB_NAMES(E, ...)                                                \
+  template <>                                                                \
+  NameTable<E> names<E>() {                                                  \
+    static constexpr std::pair<std::string_view, E> table[] = {__VA_ARGS__}; \
+    return table;                                                            \
+  }
+
+PARALAB_NAMES(DType, {"f32", DType::f32}, {"bf16", DType::bf16}, {"f16", DType::f16},
+              {"fp8", DType::fp8}, {"i32", DType::i32}, {"u8", DType::u8})
+PARALAB_NAMES(MathMode, {"fp32", MathMode::f32}, {"tf32", MathMode::tf32}, {"bf16", MathMode::bf16},
+              {"fp16", MathMode::f16}, {"fp8", MathMode::fp8})
+PARALAB_NAMES(Precision, {"fp32", Precision::fp32}, {"tf32", Precision::tf32},
+              {"fp16", Precision::fp16}, {"bf16", Precision::bf16}, {"fp8", Precision::fp8})
+PARALAB_NAMES(Activation, {"gelu", Activation::gelu}, {"swiglu", Activation::swiglu})
+PARALAB_NAMES(Normalization, {"layernorm", Normalization::layernorm},
+              {"rmsnorm", Normalization::rmsnorm})
+PARALAB_NAMES(PositionEmbedding, {"learned_absolute", PositionEmbedding::learned_absolute},
+              {"rope", PositionEmbedding::rope})
+PARALAB_NAMES(Optimizer, {"adam", Optimizer::adam}, {"sgd", Optimizer::sgd})
+PARALAB_NAMES(Recompute, {"none", Recompute::none}, {"selective", Recompute::selective},
+              {"full", Recompute::full})
+PARALAB_NAMES(AttentionImpl, {"flash", AttentionImpl::flash}, {"unfused", AttentionImpl::unfused})
+PARALAB_NAMES(Schedule, {"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b},
+              {"interleaved", Schedule::interleaved})
+PARALAB_NAMES(CollectiveAlgo, {"auto", CollectiveAlgo::automatic}, {"ring", CollectiveAlgo::ring},
+              {"tree", CollectiveAlgo::tree}, {"hierarchical", CollectiveAlgo::hierarchical})
+PARALAB_NAMES(DeviceKind, {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu})
+PARALAB_NAMES(IntraFabric, {"nvswitch", IntraFabric::nvswitch}, {"pcie", IntraFabric::pcie},
+              {"shm", IntraFabric::shm})
+PARALAB_NAMES(NetworkKind, {"none", NetworkKind::none}, {"fat_tree", NetworkKind::fat_tree},
+              {"rail_optimized", NetworkKind::rail_optimized})
+PARALAB_NAMES(OpKind, {"gemm", OpKind::gemm}, {"attention_fwd", OpKind::attention_fwd},
+              {"attention_bwd", OpKind::attention_bwd}, {"layernorm_fwd", OpKind::layernorm_fwd},
+              {"layernorm_bwd", OpKind::layernorm_bwd}, {"rmsnorm_fwd", OpKind::rmsnorm_fwd},
+              {"rmsnorm_bwd", OpKind::rmsnorm_bwd}, {"gelu_fwd", OpKind::gelu_fwd},
+              {"gelu_bwd", OpKind::gelu_bwd}, {"swiglu_fwd", OpKind::swiglu_fwd},
+              {"swiglu_bwd", OpKind::swiglu_bwd}, {"softmax_fwd", OpKind::softmax_fwd},
+              {"softmax_bwd", OpKind::softmax_bwd}, {"dropout_fwd", OpKind::dropout_fwd},
+              {"dropout_bwd", OpKind::dropout_bwd}, {"dropout_add_fwd", OpKind::dropout_add_fwd},
+              {"dropout_add_bwd", OpKind::dropout_add_bwd}, {"rope_fwd", OpKind::rope_fwd},
+              {"rope_bwd", OpKind::rope_bwd}, {"embedding_fwd", OpKind::embedding_fwd},
+              {"embedding_bwd", OpKind::embedding_bwd}, {"xent_max", OpKind::xent_max},
+              {"xent_sum", OpKind::xent_sum}, {"xent_loss", OpKind::xent_loss},
+              {"xent_bwd", OpKind::xent_bwd}, {"cast", OpKind::cast},
+              {"grad_norm", OpKind::grad_norm}, {"overflow_check", OpKind::overflow_check},
+              {"scaler_update", OpKind::scaler_update}, {"optimizer_step", OpKind::optimizer_step},
+              {"collective", OpKind::collective}, {"send", OpKind::send}, {"recv", OpKind::recv},
+              {"sendrecv", OpKind::sendrecv})
+PARALAB_NAMES(GroupKind, {"tp", GroupKind::tp}, {"cp", GroupKind::cp}, {"dp", GroupKind::dp},
+              {"pp", GroupKind::pp}, {"embd", GroupKind::embd}, {"mp", GroupKind::mp},
+              {"world", GroupKind::world})
+
+#undef PARALAB_NAMES
+
+std::string_view to_string(DType v) { return enum_to_string(v); }
+std::string_view to_string(MathMode v) { return enum_to_string(v); }
+std::string_view to_string(Precision v) { return enum_to_string(v); }
+std::string_view to_string(Activation v) { return enum_to_string(v); }
+std::string_view to_string(Normalization v) { return enum_to_string(v); }
+std::string_view to_string(PositionEmbedding v) { return enum_to_string(v); }
+std::string_view to_string(Optimizer v) { return enum_to_string(v); }
+std::string_view to_string(Recompute v) { return enum_to_string(v); }
+std::string_view to_string(AttentionImpl v) { return enum_to_string(v); }
+std::string_view to_string(Schedule v) { return enum_to_string(v); }
+std::string_view to_string(CollectiveAlgo v) { return enum_to_string(v); }
+std::string_view to_string(DeviceKind v) { return enum_to_string(v); }
+std::string_view to_string(IntraFabric v) { return enum_to_string(v); }
+std::string_view to_string(NetworkKind v) { return enum_to_string(v); }
+std::string_view to_string(OpKind v) { return enum_to_string(v); }
+std::string_view to_string(GroupKind v) { return enum_to_string(v); }
+std::optional<OpKind> op_kind_from_string(std::string_view s) { return enum_from_string<OpKind>(s); }
+
+}  // namespace paralab

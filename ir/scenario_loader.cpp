@@ -1,0 +1,214 @@
+// paralab — scenario schema, preset merging and overrides. Validation is in validate.cpp.
+#include "ir/scenario_loader.hpp"
+
+#include <algorithm>
+
+#include "ir/raw_config.hpp"
+#include "ir/schema.hpp"
+#include "ir/topology_loader.hpp"
+
+namespace paralab {
+
+namespace {
+
+#define AT(expr) [](Scenario & sc) -> auto& { return sc.expr; }
+
+// Upper bounds refuse absurd sizes (typos like an extra zero group of digits) while leaving
+// room for any real model: 2^20 hidden, 2^24 tokens, 10^4 layers.
+const Schema<Scenario>& scenario_schema() {
+  static const Schema<Scenario> schema = [] {
+    constexpr int64_t kBig = int64_t{1} << 24;
+    Schema<Scenario> x;
+    x.text("name", AT(name)).field("description", [](Scenario&, const RawValue& v, const std::string& k) {
+      read_string(v, k);
+    });
+    x.text("model.preset", AT(model.preset))
+        .integer("model.num_layers", AT(model.num_layers), 1, 10000)
+        .integer("model.hidden_size", AT(model.hidden_size), 1, int64_t{1} << 20)
+        .integer("model.num_attention_heads", AT(model.num_attention_heads), 1, 65536)
+        .integer("model.num_query_groups", AT(model.num_query_groups), 1, 65536)
+        .integer("model.kv_channels", AT(model.kv_channels), 1, 65536)
+        .integer("model.ffn_hidden_size", AT(model.ffn_hidden_size), 1, int64_t{1} << 22)
+        .integer("model.vocab_size", AT(model.vocab_size), 1, kBig)
+        .integer("model.make_vocab_size_divisible_by", AT(model.make_vocab_size_divisible_by), 1, 65536)
+        .integer("model.seq_length", AT(model.seq_length), 1, kBig)
+        .integer("model.max_position_embeddings", AT(model.max_position_embeddings), 1, kBig)
+        .choice<Activation>("model.activation", AT(model.activation))
+        .choice<Normalization>("model.normalization", AT(model.normalization))
+        .choice<PositionEmbedding>("model.position_embedding_type", AT(model.position_embedding_type))
+        .boolean("model.untie_embeddings", AT(model.untie_embeddings))
+        .boolean("model.add_bias_linear", AT(model.add_bias_linear))
+        .real("model.hidden_dropout", AT(model.hidden_dropout), 0, 0.999)
+        .real("model.attention_dropout", AT(model.attention_dropout), 0, 0.999)
+        .real("model.norm_epsilon", AT(model.norm_epsilon), 0, 1, true)
+        .real("model.rotary_base", AT(model.rotary_base), 1, 1e9);
+    x.integer("training.global_batch_size", AT(training.global_batch_size), 1, kBig)
+        .integer("training.micro_batch_size", AT(training.micro_batch_size), 1, int64_t{1} << 20)
+        .choice<Precision>("training.precision", AT(training.precision))
+        .choice<Optimizer>("training.optimizer", AT(training.optimizer))
+        .choice<Recompute>("training.recompute", AT(training.recompute))
+        .choice<AttentionImpl>("training.attention", AT(training.attention))
+        .real("training.lr", AT(training.lr), 0, 10, true)
+        .real("training.weight_decay", AT(training.weight_decay), 0, 10)
+        .real("training.adam_beta1", AT(training.adam_beta1), 0, 0.999999)
+        .real("training.adam_beta2", AT(training.adam_beta2), 0, 0.999999)
+        .real("training.adam_eps", AT(training.adam_eps), 0, 1, true)
+        .real("training.sgd_momentum", AT(training.sgd_momentum), 0, 0.999999)
+        .real("training.clip_grad", AT(training.clip_grad), 0, 1e9)
+        .real("training.initial_loss_scale", AT(training.initial_loss_scale), 1, 1e38)
+        .integer("training.loss_scale_window", AT(training.loss_scale_window), 1, int64_t{1} << 30)
+        .integer("training.seed", AT(training.seed), 0, int64_t{1} << 62);
+    x.integer("parallel.tensor", AT(parallel.tensor), 1, 65536)
+        .integer("parallel.pipeline", AT(parallel.pipeline), 1, 65536)
+        .integer("parallel.context", AT(parallel.context), 1, 65536)
+        .integer("parallel.data", AT(parallel.data), 1, kBig)
+        .boolean("parallel.sequence_parallel", AT(parallel.sequence_parallel))
+        .integer("parallel.virtual_pipeline_stages", AT(parallel.virtual_pipeline_stages), 1, 1024)
+        .choice<Schedule>("parallel.schedule", AT(parallel.schedule))
+        .integer("parallel.zero_stage", AT(parallel.zero_stage), 0, 3)
+        .real("parallel.dp_bucket_mb", AT(parallel.dp_bucket_mb), 0, 1e6, true)
+        .boolean("parallel.overlap_grad_reduce", AT(parallel.overlap_grad_reduce))
+        .boolean("parallel.overlap_param_gather", AT(parallel.overlap_param_gather))
+        .boolean("parallel.scatter_gather_tensors_in_pipeline",
+                 AT(parallel.scatter_gather_tensors_in_pipeline))
+        .integer("parallel.decoder_first_pipeline_num_layers",
+                 AT(parallel.decoder_first_pipeline_num_layers), 1, 10000)
+        .integer("parallel.decoder_last_pipeline_num_layers",
+                 AT(parallel.decoder_last_pipeline_num_layers), 1, 10000);
+    x.text("cluster.topology", AT(cluster.topology))
+        .integer("cluster.nodes", AT(cluster.nodes), 1, 1000000)
+        .integer("cluster.devices_per_node", AT(cluster.devices_per_node), 1, 1024);
+    x.choice<CollectiveAlgo>("simulation.collective_algorithm", AT(simulation.collective_algorithm));
+    return x;
+  }();
+  return schema;
+}
+#undef AT
+
+std::filesystem::path preset_path(const std::string& name) {
+  return data_dir() / "scenarios" / "presets" / (name + ".toml");
+}
+
+std::string presets_choice() {
+  std::string out;
+  for (const auto& p : shipped_presets()) out += (out.empty() ? "" : " | ") + p;
+  return out;
+}
+
+// Model presets set [model] keys only (a preset is a model, not a run).
+RawTable read_preset(const std::string& name, const RawValue& where) {
+  const bool looks_like_path = name.find('/') != std::string::npos;
+  if (name.empty() || looks_like_path || !std::filesystem::is_regular_file(preset_path(name)))
+    throw ConfigError(where.loc, "model.preset", where.text, "unknown preset", presets_choice());
+  RawFile raw = read_toml_file(preset_path(name));
+  for (const auto& [key, v] : raw.values)
+    if (key.rfind("model.", 0) != 0 || key == "model.preset")
+      throw ConfigError(v.loc, key, v.text, "a preset file may only set [model] keys",
+                        "[model] keys except preset");
+  return raw.values;
+}
+
+}  // namespace
+
+std::vector<std::string> shipped_presets() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir() / "scenarios" / "presets", ec))
+    if (e.path().extension() == ".toml") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+  RawFile raw = read_toml_file(file);
+  if (!raw.arrays.empty())
+    throw ConfigError(SourceLoc{raw.file, 0, 0}, raw.arrays.begin()->first, "",
+                      "arrays of tables are not part of a scenario", scenario_schema().sections());
+
+  // Split overrides into scenario keys and topology keys.
+  RawTable set_values;
+  std::vector<std::pair<std::string, RawValue>> topo_overrides;
+  for (const auto& o : overrides) {
+    auto [key, v] = parse_override(o);
+    if (key.rfind("topology.", 0) == 0) topo_overrides.emplace_back(key, v);
+    else set_values[key] = v;
+  }
+  // A top-level `preset = "..."` is accepted as a spelling of [model] preset.
+  for (RawTable* t : {&raw.values, &set_values}) {
+    if (auto it = t->find("preset"); it != t->end()) {
+      if (t->count("model.preset"))
+        throw ConfigError(it->second.loc, "preset", it->second.text,
+                          "preset is given twice (top level and [model])", "one of them");
+      (*t)["model.preset"] = it->second;
+      t->erase(it);
+    }
+  }
+
+  // Merge: preset, then the file, then --set.
+  RawTable merged;
+  const RawTable* preset_src = set_values.count("model.preset") ? &set_values : &raw.values;
+  if (auto it = preset_src->find("model.preset"); it != preset_src->end())
+    merged = read_preset(read_string(it->second, "model.preset"), it->second);
+  for (const auto& [k, v] : raw.values) merged[k] = v;
+  for (const auto& [k, v] : set_values) merged[k] = v;
+
+  Scenario s;
+  s.file = file;
+  s.name = file.stem().string();
+  s.provenance.set_default_file(raw.file);
+  const auto& schema = scenario_schema();
+  for (const auto& [key, v] : merged) {
+    schema.apply(s, key, v);
+    s.provenance.set(key, v.loc);
+  }
+
+  // Required keys (after the preset).
+  for (const char* req : {"model.num_layers", "model.hidden_size", "model.num_attention_heads",
+                          "model.vocab_size", "model.seq_length", "training.global_batch_size",
+                          "cluster.topology"}) {
+    if (!merged.count(req))
+      throw ConfigError(SourceLoc{raw.file, 0, 0}, req, "", "required key is missing",
+                        std::string("set it in the file, through [model] preset = \"...\" (") +
+                            presets_choice() + "), or with --set " + req + "=...");
+  }
+
+  // Derived defaults (Megatron-LM's argument defaults).
+  ModelConfig& m = s.model;
+  if (!merged.count("model.num_query_groups")) m.num_query_groups = m.num_attention_heads;
+  if (!merged.count("model.kv_channels")) {
+    if (m.hidden_size % m.num_attention_heads != 0)
+      throw ConfigError(s.provenance.at("model.num_attention_heads"), "model.num_attention_heads",
+                        std::to_string(m.num_attention_heads),
+                        "hidden_size (" + std::to_string(m.hidden_size) +
+                            ") is not divisible by the number of heads, so the head size is undefined",
+                        "a divisor of hidden_size, or set model.kv_channels");
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+  }
+  if (!merged.count("model.ffn_hidden_size")) m.ffn_hidden_size = 4 * m.hidden_size;
+  if (!merged.count("model.max_position_embeddings")) m.max_position_embeddings = m.seq_length;
+
+  // Topology.
+  const RawValue& topo = merged.at("cluster.topology");
+  const auto topo_path = resolve_topology(s.cluster.topology, file.parent_path(), topo.loc, "cluster.topology");
+  s.topology = load_topology(topo_path, topo_overrides);
+  if (!merged.count("cluster.devices_per_node")) s.cluster.devices_per_node = s.topology.node.devices_per_node;
+
+  validate_model_and_splits(s);
+  // Data parallelism inferred from the cluster when not given.
+  if (!merged.count("parallel.data")) {
+    const int64_t gpus = s.cluster.nodes * s.cluster.devices_per_node;
+    const int64_t model_par = s.parallel.tensor * s.parallel.pipeline * s.parallel.context;
+    if (gpus % model_par != 0)
+      throw ConfigError(s.provenance.at("parallel.tensor"), "parallel.data", "(inferred)",
+                        "tensor*pipeline*context = " + std::to_string(model_par) +
+                            " does not divide the cluster's " + std::to_string(gpus) + " devices (" +
+                            std::to_string(s.cluster.nodes) + " nodes x " +
+                            std::to_string(s.cluster.devices_per_node) + ")",
+                        "tensor*pipeline*context*data == nodes*devices_per_node");
+    s.parallel.data = gpus / model_par;
+  }
+  validate_scenario(s);
+  return s;
+}
+
+}  // namespace paralab

@@ -1,0 +1,35 @@
+// paralab — the IR of one optimizer step for a whole layout: one StepGraph per pipeline stage.
+// Ranks that differ only in their tensor, context or data-parallel coordinate run identical
+// graphs (their collectives have the same shape; only group members and pipeline peers
+// differ, and those follow from the Layout), so a stage's graph stands for all its ranks.
+#pragma once
+
+#include <vector>
+
+#include "ir/layout.hpp"
+#include "ir/model_shape.hpp"
+#include "ir/scenario.hpp"
+#include "ir/step_graph.hpp"
+
+namespace paralab {
+
+struct StepIR {
+  Scenario scenario;
+  Layout layout;
+  ModelShape shape;
+  std::vector<StepGraph> stages;  // index = pipeline stage
+
+  [[nodiscard]] const StepGraph& graph_for(int64_t rank) const {
+    return stages.at(static_cast<size_t>(layout.stage_of(rank)));
+  }
+  // Concrete ranks of a collective's group, or a transfer's peer, for a given rank.
+  [[nodiscard]] std::vector<int64_t> group_of(int64_t rank, const Op& op) const;
+  [[nodiscard]] int64_t peer_of(int64_t rank, const Op& op, bool send) const;
+};
+
+// Generates the IR. `threads` > 1 builds stages concurrently (the result is identical).
+StepIR build_step_ir(const Scenario& s, int threads = 1);
+
+Layout layout_of(const Scenario& s);
+
+}  // namespace paralab

@@ -1,0 +1,177 @@
+// paralab — cross-key validation of a scenario. Each rule names the key the user should change,
+// where it was set, its value, and the values that would be accepted.
+#include <string>
+#include <vector>
+
+#include "ir/enum_names.hpp"
+#include "ir/scenario_loader.hpp"
+
+namespace paralab {
+
+SourceLoc Provenance::at(const std::string& key) const {
+  if (auto it = locs_.find(key); it != locs_.end()) return it->second;
+  return SourceLoc{default_file_, 0, 0};
+}
+
+int64_t ModelConfig::padded_vocab(int64_t tensor_parallel) const {
+  const int64_t multiple = make_vocab_size_divisible_by * tensor_parallel;
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+namespace {
+
+std::string divisors_of(int64_t n, int64_t limit = 16) {
+  std::string out;
+  int64_t shown = 0;
+  for (int64_t d = 1; d <= n && shown < limit; ++d)
+    if (n % d == 0) {
+      out += (out.empty() ? "" : ", ") + std::to_string(d);
+      ++shown;
+    }
+  if (shown == limit) out += ", ...";
+  return out;
+}
+
+struct Checker {
+  const Scenario& s;
+  [[noreturn]] void fail(const std::string& key, int64_t value, const std::string& problem,
+                         const std::string& allowed) const {
+    throw ConfigError(s.provenance.at(key), key, std::to_string(value), problem, allowed);
+  }
+  // `key`'s value must divide `what` (named `what_name`).
+  void divides(const std::string& key, int64_t value, int64_t what, const std::string& what_name) const {
+    if (what % value != 0)
+      fail(key, value, "does not divide " + what_name + " (" + std::to_string(what) + ")",
+           "a divisor of " + std::to_string(what) + ": " + divisors_of(what));
+  }
+};
+
+}  // namespace
+
+// Checks that need no data-parallel size: model shape, tensor/pipeline/context splits,
+// schedule, sequence, device support. They run first, so their errors name the real culprit.
+void validate_model_and_splits(const Scenario& s) {
+  const Checker c{s};
+  const ModelConfig& m = s.model;
+  const ParallelConfig& p = s.parallel;
+  const TrainingConfig& t = s.training;
+
+  // Model shape.
+  c.divides("model.num_query_groups", m.num_query_groups, m.num_attention_heads,
+            "num_attention_heads");
+  // Tensor parallelism splits heads, query groups, the hidden and the FFN dimension
+  // (Megatron column/row parallel linear layers, Shoeybi et al. 2019).
+  c.divides("parallel.tensor", p.tensor, m.num_attention_heads, "num_attention_heads");
+  c.divides("parallel.tensor", p.tensor, m.num_query_groups, "num_query_groups");
+  c.divides("parallel.tensor", p.tensor, m.hidden_size, "hidden_size");
+  c.divides("parallel.tensor", p.tensor, m.ffn_hidden_size, "ffn_hidden_size");
+  if (m.max_position_embeddings < m.seq_length &&
+      m.position_embedding_type == PositionEmbedding::learned_absolute)
+    c.fail("model.max_position_embeddings", m.max_position_embeddings,
+           "is smaller than seq_length (" + std::to_string(m.seq_length) + ")",
+           ">= " + std::to_string(m.seq_length));
+
+  // Pipeline: an even split, or Megatron's uneven first/last stages with the rest even.
+  const int64_t first = p.decoder_first_pipeline_num_layers, last = p.decoder_last_pipeline_num_layers;
+  if (first > 0 || last > 0) {
+    const std::string key = first > 0 ? "parallel.decoder_first_pipeline_num_layers"
+                                      : "parallel.decoder_last_pipeline_num_layers";
+    const int64_t fixed_stages = (first > 0) + (last > 0);
+    const int64_t rest = m.num_layers - first - last;
+    if (p.pipeline <= fixed_stages || rest <= 0 || rest % (p.pipeline - fixed_stages) != 0)
+      c.fail(key, first > 0 ? first : last,
+             "the remaining " + std::to_string(rest) + " layers do not split evenly over the other " +
+                 std::to_string(p.pipeline - fixed_stages) + " pipeline stages",
+             "values that leave a positive multiple of " + std::to_string(p.pipeline - fixed_stages) +
+                 " layers for the middle stages");
+    if (p.virtual_pipeline_stages > 1)
+      c.fail(key, first > 0 ? first : last, "uneven stages are not supported with virtual stages",
+             "virtual_pipeline_stages = 1");
+  } else if (m.num_layers % p.pipeline != 0) {
+    c.fail("parallel.pipeline", p.pipeline,
+           "does not divide num_layers (" + std::to_string(m.num_layers) + ")",
+           "a divisor of " + std::to_string(m.num_layers) + ": " + divisors_of(m.num_layers) +
+               ", or set parallel.decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers");
+  }
+  const int64_t layers_per_stage = m.num_layers / p.pipeline;
+  c.divides("parallel.virtual_pipeline_stages", p.virtual_pipeline_stages, layers_per_stage,
+            "the layers per pipeline stage");
+  if (p.virtual_pipeline_stages > 1 && p.schedule != Schedule::interleaved)
+    c.fail("parallel.virtual_pipeline_stages", p.virtual_pipeline_stages,
+           "virtual stages need the interleaved schedule, but schedule is \"" +
+               std::string(to_string(p.schedule)) + "\"",
+           "1, or set parallel.schedule = \"interleaved\"");
+  if (p.schedule == Schedule::interleaved) {
+    if (p.virtual_pipeline_stages < 2)
+      throw ConfigError(s.provenance.at("parallel.schedule"), "parallel.schedule", "\"interleaved\"",
+                        "the interleaved schedule needs virtual_pipeline_stages >= 2",
+                        "gpipe | 1f1b, or set parallel.virtual_pipeline_stages to a divisor of " +
+                            std::to_string(layers_per_stage) + " that is >= 2");
+    if (p.pipeline < 2)
+      throw ConfigError(s.provenance.at("parallel.schedule"), "parallel.schedule", "\"interleaved\"",
+                        "the interleaved schedule needs pipeline >= 2", "gpipe | 1f1b");
+  }
+
+  // Sequence: context parallelism splits it, sequence parallelism splits each CP chunk over TP.
+  c.divides("parallel.context", p.context, m.seq_length, "seq_length");
+  if (p.sequence_parallel && p.tensor > 1 && (m.seq_length / p.context) % p.tensor != 0)
+    c.fail("parallel.tensor", p.tensor,
+           "sequence parallelism splits each sequence chunk of " +
+               std::to_string(m.seq_length / p.context) + " tokens over tensor ranks, but it does not divide it",
+           "a divisor of " + std::to_string(m.seq_length / p.context) + ", or sequence_parallel = false");
+  if (p.context > 1 && t.attention != AttentionImpl::flash)
+    throw ConfigError(s.provenance.at("training.attention"), "training.attention", "\"unfused\"",
+                      "context parallelism (ring attention) needs the fused attention kernel", "flash");
+
+  // Device support for the precision.
+  const MathMode math = gemm_math(t.precision);
+  if (s.topology.device.peak(math) <= 0)
+    throw ConfigError(s.provenance.at("training.precision"), "training.precision",
+                      "\"" + std::string(to_string(t.precision)) + "\"",
+                      "the device " + s.topology.device.name + " (" + s.topology.file.string() +
+                          ") has no " + std::string(to_string(math)) + " peak",
+                      "a precision the device supports");
+}
+
+// Checks that relate the layout to the cluster and the batch.
+static void validate_world_and_batch(const Scenario& s) {
+  const Checker c{s};
+  const ParallelConfig& p = s.parallel;
+  const TrainingConfig& t = s.training;
+
+  // World size.
+  const int64_t devices = s.cluster.devices();
+  if (p.world() != devices)
+    c.fail("parallel.data", p.data,
+           "tensor*pipeline*context*data = " + std::to_string(p.tensor) + "*" +
+               std::to_string(p.pipeline) + "*" + std::to_string(p.context) + "*" +
+               std::to_string(p.data) + " = " + std::to_string(p.world()) +
+               " is not the cluster's " + std::to_string(devices) + " devices (" +
+               std::to_string(s.cluster.nodes) + " nodes x " + std::to_string(s.cluster.devices_per_node) + ")",
+           "a layout whose product is " + std::to_string(devices));
+
+  // Batch.
+  const int64_t per_step = t.micro_batch_size * p.data;
+  if (t.global_batch_size % per_step != 0)
+    c.fail("training.global_batch_size", t.global_batch_size,
+           "is not divisible by micro_batch_size*data = " + std::to_string(t.micro_batch_size) + "*" +
+               std::to_string(p.data) + " = " + std::to_string(per_step),
+           "a multiple of " + std::to_string(per_step));
+  const int64_t microbatches = t.global_batch_size / per_step;
+  // Megatron's interleaved schedule needs whole rounds of `pipeline` micro-batches
+  // (megatron/core/pipeline_parallel/schedules.py).
+  if (p.schedule == Schedule::interleaved && microbatches % p.pipeline != 0)
+    c.fail("training.global_batch_size", t.global_batch_size,
+           "gives " + std::to_string(microbatches) +
+               " micro-batches per data-parallel rank, not a multiple of pipeline (" +
+               std::to_string(p.pipeline) + ") as the interleaved schedule needs",
+           "a multiple of " + std::to_string(per_step * p.pipeline));
+
+}
+
+void validate_scenario(const Scenario& s) {
+  validate_model_and_splits(s);
+  validate_world_and_batch(s);
+}
+
+}  // namespace paralab
