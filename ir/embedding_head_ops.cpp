@@ -111,7 +111,7 @@ BufferId StageBuilder::head_backward(HeadActs& hd) {
   const float loss_scale = s_.training.precision == Precision::fp16 ? static_cast<float>(s_.training.initial_loss_scale) : 1.0f;
   const BufferId d_logits = act_buffer("d_logits", T, V, m_.act, MemCategory::buffers);
   kernel(OpKind::xent_bwd, "xent_bwd", {b_.whole(hd.probs), b_.whole(hd.sums), b_.whole(hd.labels), b_.whole(hd.loss)},
-         {b_.whole(d_logits)}, KernelAttrs{T, V, 0, 0, loss_scale, 0}, 3);
+         {b_.whole(d_logits)}, KernelAttrs{T, V, 0, 0, loss_scale, microbatches_}, 3);
   release_if(hd.probs);
   release_if(hd.sums);
   release_if(hd.labels);

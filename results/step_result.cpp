@@ -1,0 +1,186 @@
+// paralab — derived step figures, computed identically for predictions and measurements.
+#include "results/step_result.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "ir/enum_names.hpp"
+
+namespace paralab {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Length of the union of [a,b) intervals (sorted in place).
+double union_length(std::vector<std::pair<double, double>>& v) {
+  std::sort(v.begin(), v.end());
+  double total = 0, cur_a = 0, cur_b = -1e300;
+  for (const auto& [a, b] : v) {
+    if (a > cur_b) {
+      if (cur_b > cur_a) total += cur_b - cur_a;
+      cur_a = a;
+      cur_b = b;
+    } else {
+      cur_b = std::max(cur_b, b);
+    }
+  }
+  if (cur_b > cur_a) total += cur_b - cur_a;
+  return total;
+}
+}  // namespace
+
+// Sweep over the rank's timeline: at every instant the compute stream is busy (compute), or
+// idle while communication is in flight (exposed communication, attributed to the kind of the
+// earliest-started op in flight), or idle with nothing in flight (bubble). The three sum to
+// the rank's span from its first op start to its last op end. O(n log n) in the rank's ops.
+Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops) {
+  const StepGraph& g = ir.graph_for(rank);
+  std::vector<std::pair<double, double>> compute;
+  struct Edge {
+    double t;
+    int kind;  // 0 comm end, 1 comm start, 2 compute end, 3 compute start (order at equal t)
+    int cls;
+    size_t id;
+  };
+  std::vector<Edge> edges;
+  double first = 1e300, last = 0;
+  size_t next_id = 0;
+  for (const OpTiming& t : ops) {
+    if (t.rank != rank || t.end_us <= t.start_us) continue;
+    first = std::min(first, t.start_us);
+    last = std::max(last, t.end_us);
+    const Op& op = g.op(t.op);
+    if (op.stream == Stream::compute) {
+      compute.emplace_back(t.start_us, t.end_us);
+      continue;
+    }
+    GroupKind gk = GroupKind::tp;
+    if (const auto* c = op.collective()) gk = c->group;
+    else if (const auto* p = op.p2p()) gk = p->group;
+    const int cls = static_cast<int>(comm_class(gk));
+    edges.push_back({t.start_us, 1, cls, next_id});
+    edges.push_back({t.end_us, 0, cls, next_id});
+    ++next_id;
+  }
+  Breakdown b;
+  if (first >= last) return b;
+  b.compute_s = union_length(compute) * 1e-6;
+  for (const auto& [a, e] : compute) {
+    edges.push_back({a, 3, -1, 0});
+    edges.push_back({e, 2, -1, 0});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) {
+    return x.t < y.t || (x.t == y.t && x.kind < y.kind);
+  });
+  std::set<std::pair<double, size_t>> active;  // (start, id) of comms in flight
+  std::vector<std::pair<double, int>> start_cls(next_id);
+  int busy = 0;
+  double prev = first;
+  for (const Edge& e : edges) {
+    if (e.t > prev && busy == 0) {
+      const double dt = (e.t - prev) * 1e-6;
+      if (active.empty()) b.bubble_s += dt;
+      else b.exposed_comm_s[static_cast<size_t>(start_cls[active.begin()->second].second)] += dt;
+    }
+    prev = std::max(prev, e.t);
+    switch (e.kind) {
+      case 0: active.erase({start_cls[e.id].first, e.id}); break;
+      case 1:
+        start_cls[e.id] = {e.t, e.cls};
+        active.insert({e.t, e.id});
+        break;
+      case 2: --busy; break;
+      case 3: ++busy; break;
+    }
+  }
+  return b;
+}
+
+void finalize(StepResult& r, const StepIR& ir) {
+  const Scenario& s = ir.scenario;
+  r.scenario = s.name;
+  r.scenario_digest = scenario_digest(s);
+  r.topology = s.topology.name;
+  r.world_size = ir.layout.world();
+  std::sort(r.ops.begin(), r.ops.end(), [](const OpTiming& a, const OpTiming& b) {
+    return a.rank < b.rank || (a.rank == b.rank && a.op < b.op);
+  });
+  double t0 = 1e300, t1 = 0;
+  for (const OpTiming& t : r.ops) {
+    t0 = std::min(t0, t.start_us);
+    t1 = std::max(t1, t.end_us);
+  }
+  r.step_time_s = r.ops.empty() ? 0 : (t1 - t0) * 1e-6;
+  const StepSummary sum = summarize(ir);
+  const double gpus = static_cast<double>(r.world_size);
+  if (r.step_time_s > 0) {
+    r.tokens_per_s = static_cast<double>(sum.tokens_per_step) / r.step_time_s;
+    r.model_tflops_per_gpu = sum.model_flops_per_step / r.step_time_s / gpus / 1e12;
+    r.hardware_tflops_per_gpu = sum.hardware_flops_per_step / r.step_time_s / gpus / 1e12;
+    const double peak = s.topology.device.peak(gemm_math(s.training.precision));
+    r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
+  }
+  // Breakdown averaged over the ranks that ran.
+  std::map<int64_t, std::vector<OpTiming>> by_rank;
+  for (const OpTiming& t : r.ops) by_rank[t.rank].push_back(t);
+  Breakdown avg;
+  for (const auto& [rank, ops] : by_rank) {
+    const Breakdown b = rank_breakdown(ir, rank, ops);
+    avg.compute_s += b.compute_s;
+    avg.bubble_s += b.bubble_s;
+    for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += b.exposed_comm_s[static_cast<size_t>(c)];
+  }
+  const double n = by_rank.empty() ? 1.0 : static_cast<double>(by_rank.size());
+  avg.compute_s /= n;
+  avg.bubble_s /= n;
+  for (double& x : avg.exposed_comm_s) x /= n;
+  r.breakdown = avg;
+  r.bubble_fraction = r.step_time_s > 0 ? avg.bubble_s / r.step_time_s : 0;
+  // Memory.
+  const double capacity = s.topology.device.memory_gib * kGiB;
+  double peak = 0;
+  r.fits_in_memory = true;
+  r.oom_rank.reset();
+  for (const RankStats& rs : r.ranks) {
+    peak = std::max(peak, rs.peak_memory_bytes);
+    if (rs.peak_memory_bytes > capacity && (!r.oom_rank || rs.peak_time_us < r.oom_time_us)) {
+      r.oom_rank = rs.rank;
+      r.oom_time_us = rs.peak_time_us;
+    }
+  }
+  r.peak_memory_gib = peak / kGiB;
+  r.fits_in_memory = !r.oom_rank.has_value();
+}
+
+std::string scenario_digest(const Scenario& s) {
+  // FNV-1a 64 over a canonical rendering of the keys that shape the IR.
+  const auto& m = s.model;
+  const auto& t = s.training;
+  const auto& p = s.parallel;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "L%lld h%lld a%lld g%lld d%lld f%lld V%lld s%lld act%d norm%d pos%d tie%d bias%d hd%.6g ad%.6g|"
+                "B%lld b%lld prec%d opt%d rc%d attn%d clip%.6g|T%lld P%lld C%lld D%lld sp%d v%lld sch%d z%lld bk%.6g og%d op%d sg%d f%lld l%lld",
+                (long long)m.num_layers, (long long)m.hidden_size, (long long)m.num_attention_heads,
+                (long long)m.num_query_groups, (long long)m.kv_channels, (long long)m.ffn_hidden_size,
+                (long long)m.vocab_size, (long long)m.seq_length, (int)m.activation, (int)m.normalization,
+                (int)m.position_embedding_type, (int)m.untie_embeddings, (int)m.add_bias_linear, m.hidden_dropout,
+                m.attention_dropout, (long long)t.global_batch_size, (long long)t.micro_batch_size, (int)t.precision,
+                (int)t.optimizer, (int)t.recompute, (int)t.attention, t.clip_grad, (long long)p.tensor,
+                (long long)p.pipeline, (long long)p.context, (long long)p.data, (int)p.sequence_parallel,
+                (long long)p.virtual_pipeline_stages, (int)p.schedule, (long long)p.zero_stage, p.dp_bucket_mb,
+                (int)p.overlap_grad_reduce, (int)p.overlap_param_gather, (int)p.scatter_gather_tensors_in_pipeline,
+                (long long)p.decoder_first_pipeline_num_layers, (long long)p.decoder_last_pipeline_num_layers);
+  uint64_t h = 1469598103934665603ull;
+  for (const char* c = buf; *c; ++c) {
+    h ^= static_cast<unsigned char>(*c);
+    h *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace paralab

@@ -1,0 +1,76 @@
+// paralab — the result of one training step, predicted (simulate) or measured (execute):
+// per-op start/end times on every rank that ran (or stood for its stage), per-rank memory
+// peaks, and the step-level figures derived from them the same way for both sources, so that
+// `paralab compare` compares like with like.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/accounting.hpp"
+#include "ir/step_ir.hpp"
+
+namespace paralab {
+
+struct OpTiming {
+  int64_t rank = 0;
+  OpId op = 0;
+  double start_us = 0, end_us = 0;
+};
+
+struct RankStats {
+  int64_t rank = 0, stage = 0;
+  double peak_memory_bytes = 0;  // resident + transient at the peak
+  double peak_time_us = 0;       // when the peak happened
+  OpId peak_op = 0;              // the op running at the peak
+};
+
+// Where a rank's step time goes (Sec. "Breakdown" in docs/results.md): compute-stream busy
+// time, communication that the compute stream waited for (exposed), split by group kind, and
+// idle time with nothing in flight (pipeline bubble and dependency waits).
+struct Breakdown {
+  double compute_s = 0;
+  std::array<double, kCommClasses> exposed_comm_s{};
+  double bubble_s = 0;
+};
+
+struct StepResult {
+  std::string kind = "predicted";   // "predicted" | "measured"
+  std::string backend = "simulator";// "simulator" | "cpu" | "cuda"
+  std::string scenario;             // name
+  std::string scenario_digest;      // hash of model, training and layout keys (not hardware)
+  std::string topology;             // name of the topology used
+  int64_t world_size = 0;
+  std::vector<OpTiming> ops;        // sorted by (rank, op)
+  std::vector<RankStats> ranks;     // the ranks that ran (simulator: one per stage)
+
+  // Derived by finalize():
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double bubble_fraction = 0;
+  double peak_memory_gib = 0;
+  bool fits_in_memory = true;
+  std::optional<int64_t> oom_rank;  // first rank over capacity, and when
+  double oom_time_us = 0;
+  Breakdown breakdown;              // averaged over the ranks that ran
+  int64_t events = 0;               // simulator events processed / ops executed
+  double wall_s = 0;                // wall time to produce the result
+};
+
+// Computes the derived figures from `ops` and `ranks` (peak memory from `ranks`).
+void finalize(StepResult& r, const StepIR& ir);
+
+// Per-rank breakdown from one rank's op timings (needs the IR for streams and groups).
+Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops);
+
+// Digest of the scenario keys that shape the IR (model, training, layout), independent of the
+// hardware description, so a prediction and a measurement of the same scenario match.
+std::string scenario_digest(const Scenario& s);
+
+}  // namespace paralab
