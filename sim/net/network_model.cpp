@@ -303,6 +303,10 @@ NetworkModel::~NetworkModel() = default;
 
 uint64_t NetworkModel::start(const CommRequest& req, double now_us) {
   Impl& m = *impl_;
+  // Events within rounding of a time may have moved the clock a hair past it; more is a bug.
+  if (now_us + 2 * time_tie_eps(m.now) < m.now)
+    throw InternalError("NetworkModel::start: time went backwards (" + std::to_string(now_us) +
+                        " us < " + std::to_string(m.now) + " us)");
   if (now_us > m.now) m.run_until(now_us, m.pending);
   Shape& s = m.shape_of(req);
   const size_t entry = m.choose(s, req);

@@ -17,7 +17,7 @@ constexpr double kSameLeafLatUs = 2 * kPcieLatUs + 2 * kNicLatUs;
 constexpr double kCrossLeafLatUs = kSameLeafLatUs + 2 * kSwitchLatUs;
 }  // namespace
 
-TEST_CASE("ring all-reduce on one NVSwitch node matches 2(n-1)/n N/B", "[net]") {
+TEST_CASE("net collectives: ring all-reduce on one NVSwitch node matches 2(n-1)/n N/B", "[net]") {
   // Patarasuk & Yuan (JPDC 2009) / NCCL ring: T = launch + 2(n-1)(step + a) + 2(n-1)/n N / B,
   // a = device-to-device latency through the NVSwitch.
   const Topology t = make_topology(NetworkKind::none);
@@ -33,7 +33,7 @@ TEST_CASE("ring all-reduce on one NVSwitch node matches 2(n-1)/n N/B", "[net]") 
   }
 }
 
-TEST_CASE("ring all-reduce across nodes matches its closed form", "[net]") {
+TEST_CASE("net collectives: ring all-reduce across nodes matches its closed form", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);  // 32 NICs per leaf
   const double N = 256 * kMiB;
   SECTION("n = 8, one GPU per node: one channel, NIC-bound") {
@@ -59,7 +59,7 @@ TEST_CASE("ring all-reduce across nodes matches its closed form", "[net]") {
   }
 }
 
-TEST_CASE("ring all-gather, reduce-scatter and broadcast match their closed forms", "[net]") {
+TEST_CASE("net collectives: ring all-gather and reduce-scatter and broadcast match their closed forms", "[net]") {
   const Topology t = make_topology(NetworkKind::none);
   const Layout layout(8, 1, 1, 1, 8);
   const double N = 32 * kMiB;
@@ -74,7 +74,7 @@ TEST_CASE("ring all-gather, reduce-scatter and broadcast match their closed form
   CHECK(simulate_one(t, layout, bc) == Approx(kLaunchUs + 7 * a + N / B));
 }
 
-TEST_CASE("send/recv and all-to-all match their closed forms", "[net]") {
+TEST_CASE("net collectives: send/recv and all-to-all match their closed forms", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
   const Layout layout(8, 1, 2, 1, 8);
   const double N = 16 * kMiB;
@@ -89,7 +89,7 @@ TEST_CASE("send/recv and all-to-all match their closed forms", "[net]") {
         Approx(kLaunchUs + kStepUs + kSameLeafLatUs + 8.0 / 16 * N / Bpus(kNicGBps)));
 }
 
-TEST_CASE("hierarchical all-reduce matches its closed form", "[net]") {
+TEST_CASE("net collectives: hierarchical all-reduce matches its closed form", "[net]") {
   // Jia et al. 2018: intra-node reduce-scatter, inter-node all-reduce of N/g over g parallel
   // rings, intra-node all-gather.
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
@@ -106,7 +106,7 @@ TEST_CASE("hierarchical all-reduce matches its closed form", "[net]") {
   CHECK(net.algorithm(req) == "hierarchical");
 }
 
-TEST_CASE("tree all-reduce: ~2N/B + 2 log2(nodes) alpha, wins small, loses large", "[net]") {
+TEST_CASE("net collectives: tree all-reduce is 2N/B + 2 log2(nodes) alpha and wins small but loses large", "[net]") {
   // NCCL 2.4 double binary tree (Sanders et al. 2009): each node sends and receives ~2N in
   // total; latency grows with log2(nodes) instead of the ring's 2(n-1).
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
@@ -125,7 +125,8 @@ TEST_CASE("tree all-reduce: ~2N/B + 2 log2(nodes) alpha, wins small, loses large
   CHECK(ring_large < tree_large);
   // Bandwidth term of the tree: 2N / B_nic (within the 2-5% of imbalance of the shifted tree).
   CHECK(tree_large / (2 * large / Bpus(kNicGBps)) == Approx(1.0).epsilon(0.05));
-  // Latency term: 2 * depth * (step + path latency), depth = ceil(log2(32 + 1)) - 1... = 5.
+  // Latency term: 2 * depth * (step + path latency); the in-order tree over 32 nodes has
+  // depth floor(log2(32)) = 5 (its shifted twin too).
   const double depth = std::floor(std::log2(32.0));
   CHECK(tree_small - 2 * small / Bpus(kNicGBps) - kLaunchUs ==
         Approx(2 * depth * (kStepUs + kCrossLeafLatUs)).epsilon(0.05));
@@ -144,7 +145,7 @@ TEST_CASE("tree all-reduce: ~2N/B + 2 log2(nodes) alpha, wins small, loses large
   CHECK(net2.algorithm(at(large, CollectiveAlgo::automatic)) == "tree");
 }
 
-TEST_CASE("forced algorithm: the scenario key, with NCCL's fallback to ring", "[net]") {
+TEST_CASE("net collectives: forced algorithm from the scenario key with NCCL's fallback to ring", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
   const Layout layout(8, 1, 4, 1, 8);
   NetworkModel net(t, layout, CollectiveAlgo::tree);
@@ -159,7 +160,7 @@ TEST_CASE("forced algorithm: the scenario key, with NCCL's fallback to ring", "[
   CHECK(net.algorithm(ring) == "ring");
 }
 
-TEST_CASE("double binary tree shape", "[net]") {
+TEST_CASE("net collectives: double binary tree shape", "[net]") {
   // In-order tree over 0..m-1: inner nodes on odd indices, leaves on even ones, so the tree
   // shifted by one has its inner nodes where the first has leaves (Sanders et al. 2009).
   const auto t = inorder_tree(8);

@@ -25,7 +25,7 @@ std::vector<FinishedFlow> run_all(FlowSolver& s, std::vector<double>* times = nu
 
 }  // namespace
 
-TEST_CASE("solver: two flows on one link each get half", "[net]") {
+TEST_CASE("net solver: two flows on one link each get half", "[net]") {
   FlowSolver s({1000.0});  // 1 GB/s = 1000 bytes/us
   const LinkLoad l0[] = {{0, 1.0}};
   const uint32_t a = s.add(l0, 1e6, 1);
@@ -36,7 +36,7 @@ TEST_CASE("solver: two flows on one link each get half", "[net]") {
   CHECK(s.next_completion_us() == Approx(2000.0));
 }
 
-TEST_CASE("solver: flows on disjoint links do not slow each other", "[net]") {
+TEST_CASE("net solver: flows on disjoint links do not slow each other", "[net]") {
   FlowSolver s({1000.0, 1000.0, 250.0});
   const LinkLoad p0[] = {{0, 1.0}, {2, 1.0}};
   const LinkLoad p1[] = {{1, 1.0}};
@@ -46,7 +46,7 @@ TEST_CASE("solver: flows on disjoint links do not slow each other", "[net]") {
   CHECK(s.rate_Bpus(b) == Approx(1000.0));
 }
 
-TEST_CASE("solver: three flows on two links get the textbook max-min rates", "[net]") {
+TEST_CASE("net solver: three flows on two links get the textbook max-min rates", "[net]") {
   // Links A (capacity 1) and B (capacity 2); flow 0 crosses A and B, flow 1 only A, flow 2
   // only B. Progressive filling: A fills first at level 1/2 (flows 0 and 1 frozen at 1/2),
   // then flow 2 takes the rest of B: 2 - 1/2 = 3/2.
@@ -62,7 +62,7 @@ TEST_CASE("solver: three flows on two links get the textbook max-min rates", "[n
   CHECK(s.rate_Bpus(c) == Approx(1.5));
 }
 
-TEST_CASE("solver: a flow finishing early releases bandwidth to the others", "[net]") {
+TEST_CASE("net solver: a flow finishing early releases bandwidth to the others", "[net]") {
   // One link of 1000 B/us; A = 1000 B and B = 3000 B start together at 500 B/us each.
   // A ends at t = 2 us; B has 2000 B left, now at 1000 B/us: ends at t = 4 us.
   FlowSolver s({1000.0});
@@ -78,7 +78,7 @@ TEST_CASE("solver: a flow finishing early releases bandwidth to the others", "[n
   CHECK(times[1] == Approx(4.0).epsilon(1e-12));
 }
 
-TEST_CASE("solver: a flow starting later takes its share from then on", "[net]") {
+TEST_CASE("net solver: a flow starting later takes its share from then on", "[net]") {
   // A = 3000 B alone at 1000 B/us from t = 0; B = 500 B joins at t = 1 (A has 2000 left).
   // Shared at 500 each: B ends at t = 2 (A has 1500 left), A alone again ends at t = 3.5.
   FlowSolver s({1000.0});
@@ -96,7 +96,7 @@ TEST_CASE("solver: a flow starting later takes its share from then on", "[net]")
   CHECK(times[1] == Approx(3.5).epsilon(1e-12));
 }
 
-TEST_CASE("solver: link weights count symmetric copies", "[net]") {
+TEST_CASE("net solver: link weights count symmetric copies", "[net]") {
   // A flow standing for 3 copies on a link (weight 3) next to a single flow (weight 1):
   // both rise together until 3r + r = 1200, so r = 300 each.
   FlowSolver s({1200.0});
@@ -108,7 +108,7 @@ TEST_CASE("solver: link weights count symmetric copies", "[net]") {
   CHECK(s.rate_Bpus(b) == Approx(300.0));
 }
 
-TEST_CASE("solver: only the touched component is re-solved", "[net]") {
+TEST_CASE("net solver: only the touched component is re-solved", "[net]") {
   FlowSolver s({1000.0, 1000.0});
   const LinkLoad l0[] = {{0, 1.0}};
   const LinkLoad l1[] = {{1, 1.0}};
@@ -123,7 +123,7 @@ TEST_CASE("solver: only the touched component is re-solved", "[net]") {
   CHECK(after.flow_visits == before.flow_visits + 2);  // flows 1 and 2, not 0
 }
 
-TEST_CASE("solver: empty flows finish at once, ties finish in start order", "[net]") {
+TEST_CASE("net solver: empty flows finish at once and ties finish in start order", "[net]") {
   FlowSolver s({1000.0});
   const LinkLoad l0[] = {{0, 1.0}};
   s.add({}, 1000, 7);  // no links (same device)

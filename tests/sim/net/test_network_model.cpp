@@ -13,7 +13,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kCrossLeafLatUs = 2 * kPcieLatUs + 2 * kNicLatUs + 2 * kSwitchLatUs;
 }  // namespace
 
-TEST_CASE("model: two transfers through one NIC each get half", "[net]") {
+TEST_CASE("net model: two transfers through one NIC each get half", "[net]") {
   // Node 0 has one NIC shared by all 8 GPUs; two GPUs send N to node 1 at once.
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 1);
   const Layout layout(8, 1, 2, 1, 8);
@@ -27,7 +27,7 @@ TEST_CASE("model: two transfers through one NIC each get half", "[net]") {
   CHECK(done[b] == done[a]);
 }
 
-TEST_CASE("model: a call finishing early releases bandwidth (exact times)", "[net]") {
+TEST_CASE("net model: a call finishing early releases bandwidth (exact times)", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 1);
   const Layout layout(8, 1, 2, 1, 8);
   NetworkModel net(t, layout);
@@ -42,7 +42,7 @@ TEST_CASE("model: a call finishing early releases bandwidth (exact times)", "[ne
   CHECK(done[b] == Approx(lat + 2 * small / B + (big - small) / B).epsilon(1e-12));
 }
 
-TEST_CASE("model: transfers on disjoint links do not slow each other", "[net]") {
+TEST_CASE("net model: transfers on disjoint links do not slow each other", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);  // 8 NICs per node
   const Layout layout(8, 1, 2, 1, 8);
   const double N = 8 * kMiB;
@@ -54,7 +54,7 @@ TEST_CASE("model: transfers on disjoint links do not slow each other", "[net]") 
   CHECK(run_to_idle(net)[a] == alone);
 }
 
-TEST_CASE("model: a 2:1 oversubscribed fat tree halves cross-leaf bandwidth", "[net]") {
+TEST_CASE("net model: a 2:1 oversubscribed fat tree halves cross-leaf bandwidth", "[net]") {
   // 4 nodes x 8 NICs; 16 NICs per leaf. Every NIC of leaf 0 sends to a NIC of leaf 1.
   const Layout layout(8, 1, 4, 1, 8);
   const double N = 16 * kMiB;
@@ -77,7 +77,7 @@ TEST_CASE("model: a 2:1 oversubscribed fat tree halves cross-leaf bandwidth", "[
   CHECK(half == Approx(lat + N / (Bpus(kNicGBps) / 2)));
 }
 
-TEST_CASE("model: rail-optimized data-parallel rings never touch the spine", "[net]") {
+TEST_CASE("net model: rail-optimized data-parallel rings never touch the spine", "[net]") {
   const Layout layout(8, 1, 4, 1, 8);
   const auto req = request(CollKind::all_reduce, iota_ranks(3, 4, 8), 64 << 20,
                            CollectiveAlgo::ring, GroupKind::dp, true);
@@ -91,7 +91,7 @@ TEST_CASE("model: rail-optimized data-parallel rings never touch the spine", "[n
   CHECK(fabric_bytes(NetworkKind::fat_tree) > 0.0);
 }
 
-TEST_CASE("model: symmetric copies sharing leaf uplinks slow the representative", "[net]") {
+TEST_CASE("net model: symmetric copies sharing leaf uplinks slow the representative", "[net]") {
   // 4:1 at the leaf (radix 20: 16 down, 4 up of 25 GB/s). DP groups {k, 8+k, 16+k, 24+k} for
   // tp rank k = 0..7: nodes 0,1 on leaf 0 and 2,3 on leaf 1, so each ring crosses the leaf
   // uplinks twice. D-mod-k sends copy k up uplink k mod 4: 8 copies on 4 uplinks = 2 per
@@ -116,7 +116,7 @@ TEST_CASE("model: symmetric copies sharing leaf uplinks slow the representative"
   CHECK(simulate_one(nb, layout, req) - lat == Approx(one));
 }
 
-TEST_CASE("model: pipeline send/recv copies are every (tp, cp, dp) pair", "[net]") {
+TEST_CASE("net model: pipeline send/recv copies are every (tp cp dp) pair", "[net]") {
   // Stages on nodes 0 and 1 with one NIC per node: the 8 tp copies of a stage-to-stage send
   // share the NIC, so the representative moves at B_nic / 8.
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 1);
@@ -130,7 +130,7 @@ TEST_CASE("model: pipeline send/recv copies are every (tp, cp, dp) pair", "[net]
   CHECK(net.isolated_time_us(req) == Approx(lat + N / (Bpus(kNicGBps) / 8)));
 }
 
-TEST_CASE("model: the same sequence gives bit-identical times", "[net]") {
+TEST_CASE("net model: the same sequence gives bit-identical times", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 16, 2.0);
   const Layout layout(8, 1, 4, 2, 8);
   auto run = [&] {
@@ -175,7 +175,7 @@ TEST_CASE("model: the same sequence gives bit-identical times", "[net]") {
   CHECK(a.second == b.second);
 }
 
-TEST_CASE("model: starting after the next completion reports it on the next advance", "[net]") {
+TEST_CASE("net model: starting after the next completion reports it on the next advance", "[net]") {
   const Topology t = make_topology(NetworkKind::none);
   const Layout layout(8, 1, 1, 1, 8);
   NetworkModel net(t, layout);

@@ -36,7 +36,7 @@ bool crosses_class(const TopologyGraph& g, const std::vector<LinkId>& route, Lin
 
 }  // namespace
 
-TEST_CASE("graph: a node is devices, a hub, NICs; every link has both directions", "[net]") {
+TEST_CASE("net graph: a node is devices and a hub and NICs with links in both directions", "[net]") {
   const Topology t = make_topology(NetworkKind::none, 2, 64, 1.0, 8, 8);
   const TopologyGraph g(t, 1);
   // 8 devices + 1 NVSwitch, no NICs without a network.
@@ -52,7 +52,7 @@ TEST_CASE("graph: a node is devices, a hub, NICs; every link has both directions
   CHECK_THROWS(TopologyGraph(t, 2));  // several nodes need a network
 }
 
-TEST_CASE("graph: devices share NICs evenly in order", "[net]") {
+TEST_CASE("net graph: devices share NICs evenly in order", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 4);
   const TopologyGraph g(t, 2);
   // device d uses NIC d * nics / devices
@@ -64,7 +64,7 @@ TEST_CASE("graph: devices share NICs evenly in order", "[net]") {
   CHECK(g.link(g.dev_to_nic(8 + 5)).dst == g.nic_vertex(1, 2));
 }
 
-TEST_CASE("graph: leaf port split honours the oversubscription ratio", "[net]") {
+TEST_CASE("net graph: leaf port split honours the oversubscription ratio", "[net]") {
   // down d + up ceil(d / o) <= radix, equal speeds: radix 48, 2:1 -> 32 down, 16 up.
   Topology t = make_topology(NetworkKind::fat_tree, 2, 48, 2.0);
   LeafPorts p = leaf_ports(t);
@@ -86,7 +86,7 @@ TEST_CASE("graph: leaf port split honours the oversubscription ratio", "[net]") 
   CHECK(p.down * kNicGBps == Approx(p.up * p.up_bw_gbps));
 }
 
-TEST_CASE("graph: 2,048 nodes x 8 GPUs as a 3-tier fat tree", "[net]") {
+TEST_CASE("net graph: 2048 nodes x 8 GPUs as a 3-tier fat tree", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 3, 64, 1.0);
   const TopologyGraph g(t, 2048);
   const FabricShape& s = g.shape();
@@ -102,7 +102,7 @@ TEST_CASE("graph: 2,048 nodes x 8 GPUs as a 3-tier fat tree", "[net]") {
   CHECK(g.links().size() == 2 * (3 * 16384 + 512 * 32 + 512 * 32));
 }
 
-TEST_CASE("routing: routes are shortest paths on the graph (Boost BFS)", "[net]") {
+TEST_CASE("net routing: routes are shortest paths on the graph (Boost BFS)", "[net]") {
   for (const NetworkKind kind : {NetworkKind::fat_tree, NetworkKind::rail_optimized}) {
     const Topology t = make_topology(kind, 3, 8, 1.0);  // small radix: 3 tiers with 64 nodes
     const TopologyGraph g(t, 64);
@@ -134,7 +134,7 @@ TEST_CASE("routing: routes are shortest paths on the graph (Boost BFS)", "[net]"
   }
 }
 
-TEST_CASE("routing: D-mod-k spreads destinations evenly over a leaf's uplinks", "[net]") {
+TEST_CASE("net routing: D-mod-k spreads destinations evenly over a leaf's uplinks", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);  // 32 down, 32 up
   const TopologyGraph g(t, 16);  // 128 NICs, 4 leaves
   Router r(g);
@@ -153,7 +153,7 @@ TEST_CASE("routing: D-mod-k spreads destinations evenly over a leaf's uplinks", 
   CHECK(r.route(0, 40).offset == r.route(0, 40).offset);
 }
 
-TEST_CASE("routing: rail-optimized keeps same-rail traffic off the spine", "[net]") {
+TEST_CASE("net routing: rail-optimized keeps same-rail traffic off the spine", "[net]") {
   // 4 nodes per rail leaf (radix 8 -> 4 down, 4 up), 8 rails.
   const Topology rail = make_topology(NetworkKind::rail_optimized, 2, 8, 1.0);
   const TopologyGraph g(rail, 4);
