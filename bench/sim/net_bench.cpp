@@ -5,14 +5,15 @@
 // compute + tensor-parallel all-reduces (2 per layer forward, 2 backward, Megatron without
 // sequence parallelism), asynchronous pipeline sends after each micro-batch's forward and
 // backward, and the data-parallel gradient buckets' all-reduces issued asynchronously during
-// the last backward (Megatron's overlap_grad_reduce). Stages run concurrently from t = 0 (the
+// the last backward (Megatron's overlap_grad_reduce), on per-stage FIFO streams. Stages run concurrently from t = 0 (the
 // pipeline's own dependencies are the engine's business, not the network's). Every call goes
 // through NetworkModel: patterns, symmetric copies, max-min re-solves. Prints wall time,
-// flows/s and re-solves/s. Usage: paralab_net_bench [gpt3|llama3|all]
+// flows/s and re-solves/s. Topologies: topologies/dgx-a100.toml and dgx-h100.toml (built-in
+// stand-ins if they cannot be loaded). Usage: paralab_net_bench [gpt3|llama3|all] [dense|burst]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "ir/layout.hpp"
 #include "ir/topology.hpp"
+#include "ir/topology_loader.hpp"
 #include "sim/net/network_model.hpp"
 
 using namespace paralab;
@@ -68,10 +70,24 @@ Topology h100_cluster() {
   return t;
 }
 
+// The shipped topology file when it loads, else the built-in stand-in above.
+Topology shipped_or(const char* name, Topology fallback) {
+  try {
+    return load_topology(data_dir() / "topologies" / (std::string(name) + ".toml"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "note: topologies/%s.toml not loaded (%s); using built-in values\n",
+                 name, e.what());
+    return fallback;
+  }
+}
+
 // One stage's script: ops run in order; `blocking` ops hold the stage until they finish.
+// stream 0 is the compute stream (its calls block the script, like TP all-reduces on the
+// critical path); 1 (pp-comm) and 2 (dp-comm) are FIFO side streams: a call there waits for
+// the previous call on the same stream, as NCCL calls on one stream do.
 struct Op {
   enum Kind : uint8_t { compute, comm } kind;
-  bool blocking;
+  int stream;
   double dur_us;
   CommRequest req;
 };
@@ -82,13 +98,13 @@ std::vector<Op> stage_script(const Config& c, const Layout& layout, int64_t stag
   const auto tp_members = layout.members(GroupKind::tp, rep);
   const auto dp_members = layout.members(GroupKind::dp, rep);
   auto tp_ar = [&] {
-    return Op{Op::comm, true, 0,
+    return Op{Op::comm, 0, 0,
               CommRequest{CollKind::all_reduce, CollectiveAlgo::automatic, GroupKind::tp,
                           tp_members, c.act_bytes, true}};
   };
   auto send = [&](int64_t to_stage) {
     const int64_t dst = layout.representative(to_stage);
-    return Op{Op::comm, false, 0,
+    return Op{Op::comm, 1, 0,
               CommRequest{CollKind::p2p, CollectiveAlgo::automatic, GroupKind::pp, {rep, dst},
                           c.act_bytes / c.tp, true}};
   };
@@ -97,20 +113,20 @@ std::vector<Op> stage_script(const Config& c, const Layout& layout, int64_t stag
   for (int64_t mb = 0; mb < c.microbatches; ++mb) {
     for (int64_t l = 0; l < c.layers_per_stage; ++l)
       for (int half = 0; half < 2; ++half) {
-        ops.push_back(Op{Op::compute, true, c.fwd_layer_us, {}});
+        ops.push_back(Op{Op::compute, 0, c.fwd_layer_us, {}});
         ops.push_back(tp_ar());
       }
     if (stage + 1 < c.pp) ops.push_back(send(stage + 1));
     const bool last = mb + 1 == c.microbatches;
     for (int64_t l = 0; l < c.layers_per_stage; ++l) {
       for (int half = 0; half < 2; ++half) {
-        ops.push_back(Op{Op::compute, true, 2 * c.fwd_layer_us, {}});
+        ops.push_back(Op{Op::compute, 0, 2 * c.fwd_layer_us, {}});
         ops.push_back(tp_ar());
       }
       // Gradient buckets become ready as the last backward walks down the layers.
       const int64_t ready = last ? buckets * (l + 1) / c.layers_per_stage : 0;
       for (; issued < ready; ++issued)
-        ops.push_back(Op{Op::comm, false, 0,
+        ops.push_back(Op{Op::comm, 2, 0,
                          CommRequest{CollKind::all_reduce, CollectiveAlgo::automatic,
                                      GroupKind::dp, dp_members, c.bucket_bytes, true}});
     }
@@ -124,7 +140,7 @@ struct Result {
   CommStats stats;
 };
 
-Result run(const Config& c) {
+Result run(const Config& c, bool burst) {
   const Layout layout(c.tp, 1, c.dp, c.pp, c.topo.node.devices_per_node);
   std::vector<std::vector<Op>> scripts;
   for (int64_t s = 0; s < c.pp; ++s) scripts.push_back(stage_script(c, layout, s));
@@ -133,14 +149,33 @@ Result run(const Config& c) {
   NetworkModel net(c.topo, layout);
   struct Stage {
     size_t pc = 0;
-    uint64_t waiting = 0;  // handle of the blocking call, 0 if none
-    size_t outstanding = 0;
+    uint64_t waiting = 0;               // handle of the blocking call, 0 if none
+    std::deque<const Op*> queued[2];    // side streams 1 and 2
+    uint64_t busy[2] = {0, 0};          // their running call, 0 if idle
   };
   std::vector<Stage> st(static_cast<size_t>(c.pp));
   std::vector<int64_t> owner;  // handle -> stage
   using Ev = std::pair<double, int64_t>;
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> compute;  // (end time, stage)
   double now = 0;
+  auto launch = [&](int64_t s, const Op& op) {
+    const uint64_t h = net.start(op.req, now);
+    if (owner.size() <= h) owner.resize(h + 1, -1);
+    owner[h] = s;
+    return h;
+  };
+  auto pump = [&](int64_t s, int k) {  // start the next queued call of side stream k
+    Stage& x = st[static_cast<size_t>(s)];
+    if (x.queued[k].empty()) return;
+    if (burst) {  // every queued call at once: no stream order (worst case for the solver)
+      for (const Op* op : x.queued[k]) launch(s, *op);
+      x.queued[k].clear();
+      return;
+    }
+    if (x.busy[k] != 0) return;
+    x.busy[k] = launch(s, *x.queued[k].front());
+    x.queued[k].pop_front();
+  };
   // Issue ops from the stage's script until one blocks.
   auto step = [&](int64_t s) {
     Stage& x = st[static_cast<size_t>(s)];
@@ -151,14 +186,12 @@ Result run(const Config& c) {
         compute.push({now + op.dur_us, s});
         return;
       }
-      const uint64_t h = net.start(op.req, now);
-      if (owner.size() <= h) owner.resize(h + 1, -1);
-      owner[h] = s;
-      ++x.outstanding;
-      if (op.blocking) {
-        x.waiting = h;
+      if (op.stream == 0) {
+        x.waiting = launch(s, op);
         return;
       }
+      x.queued[op.stream - 1].push_back(&op);
+      pump(s, op.stream - 1);
     }
   };
   for (int64_t s = 0; s < c.pp; ++s) step(s);
@@ -179,12 +212,17 @@ Result run(const Config& c) {
     fin.clear();
     net.advance(tn, fin);
     for (uint64_t h : fin) {
-      Stage& x = st[static_cast<size_t>(owner[h])];
-      --x.outstanding;
+      const int64_t s = owner[h];
+      Stage& x = st[static_cast<size_t>(s)];
       if (x.waiting == h) {
         x.waiting = 0;
-        step(owner[h]);
+        step(s);
       }
+      for (int k = 0; k < 2; ++k)
+        if (x.busy[k] == h) {
+          x.busy[k] = 0;
+          pump(s, k);
+        }
     }
   }
   Result r;
@@ -194,10 +232,13 @@ Result run(const Config& c) {
   return r;
 }
 
-void report(const Config& c) {
-  const Result r = run(c);
+void report(const Config& c, const std::string& mode) {
+  const Result r = run(c, mode == "burst");
   const CommStats& s = r.stats;
-  std::printf("## %s\n", c.name);
+  std::printf("## %s%s\n", c.name,
+              mode == "dense"   ? " (dense: no compute between calls)"
+              : mode == "burst" ? " (burst: side-stream calls all in flight at once)"
+                                : "");
   std::printf("cluster: %lld GPUs (%lld nodes), TP%lld PP%lld DP%lld, %lld micro-batches, %s\n",
               static_cast<long long>(c.tp * c.pp * c.dp), static_cast<long long>(c.nodes),
               static_cast<long long>(c.tp), static_cast<long long>(c.pp),
@@ -222,15 +263,22 @@ void report(const Config& c) {
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
+  // "dense": no compute between calls, every stage's communication back to back.
+  // "burst": side-stream calls are not serialized: all of a stage's gradient buckets run at
+  // once (unrealistic for NCCL, the worst case for the solver: huge connected components).
+  const std::string mode = argc > 2 ? argv[2] : "";
   // GPT-3 175B (96 layers, hidden 12288, seq 2048, mb 1) on 1,024 A100s: TP8 PP16 DP8, global
   // batch 1024 -> 128 micro-batches per pipeline; 175e9 / 128 model-parallel ranks params.
-  const Config gpt3{"GPT-3 175B, 1,024 GPUs", a100_cluster(), 8, 16, 8, 128, 128, 6,
+  const Config gpt3{"GPT-3 175B, 1,024 GPUs", shipped_or("dgx-a100", a100_cluster()), 8, 16, 8, 128, 128, 6,
                     2048LL * 12288 * 2, 175'000'000'000LL / 128 * 2, 25LL << 20, 3000.0};
   // Llama-3 405B (126 layers -> 8 per stage, hidden 16384, seq 8192) on 16,384 H100s:
   // TP8 PP16 DP128, 16M-token batch -> 16 micro-batches per pipeline.
-  const Config llama{"Llama-3 405B, 16,384 GPUs", h100_cluster(), 8, 16, 128, 2048, 16, 8,
+  const Config llama{"Llama-3 405B, 16,384 GPUs", shipped_or("dgx-h100", h100_cluster()), 8, 16, 128, 2048, 16, 8,
                      8192LL * 16384 * 2, 405'000'000'000LL / 128 * 2, 25LL << 20, 12000.0};
-  if (which == "gpt3" || which == "all") report(gpt3);
-  if (which == "llama3" || which == "all") report(llama);
+  for (Config c : {gpt3, llama}) {
+    if (which != "all" && which != (c.tp * c.pp * c.dp == 1024 ? "gpt3" : "llama3")) continue;
+    if (mode == "dense") c.fwd_layer_us = 0;
+    report(c, mode);
+  }
   return 0;
 }

@@ -28,9 +28,10 @@ struct CommRequest {
   GroupKind group = GroupKind::world;  // which group kind the members form (for symmetric copies)
   std::vector<int64_t> members;        // global ranks of the representative instance, group order
   int64_t bytes = 0;
-  // true: the call stands for every symmetric instance the layout implies (other tp/cp/dp
-  // groups of the stage, every (tp, cp, dp) pair of a pipeline transfer) and they load the
-  // network too; false: this instance alone (tests, or an engine that simulates every rank).
+  // true: the call stands for every symmetric instance the layout implies and they load the
+  // network too: the other tp/cp/dp groups of the stage; every (tp, cp, dp) translate of a
+  // pp or embd group; every (cp, dp) translate of an mp group; world is one instance.
+  // false: this instance alone (tests, or an engine that simulates every rank).
   bool symmetric_copies = true;
 };
 

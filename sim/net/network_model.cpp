@@ -185,17 +185,22 @@ void NetworkModel::Impl::build_copies(Shape& s) {
       for (int64_t i : idx) copy.push_back(grp[i]);
       s.copies.push_back(std::move(copy));
     }
-  } else if (g == GroupKind::pp) {
-    // Every (tp, cp, dp) translate of the transfer between stages.
+  } else if (g == GroupKind::pp || g == GroupKind::embd || g == GroupKind::mp) {
+    // Groups spanning stages repeat over the coordinates they do not span: every (tp, cp, dp)
+    // translate for pp and embd (stage-to-stage transfers, tied-embedding gradients), every
+    // (cp, dp) translate for mp (which already spans tp). Translating along a coordinate the
+    // group spans would only permute it (a double count), so those stay fixed.
     const Coord c0 = layout.coord(rep[0]);
+    const int64_t nt = g == GroupKind::mp ? 1 : layout.tp();
     for (int64_t d = 0; d < layout.dp(); ++d)
       for (int64_t c = 0; c < layout.cp(); ++c)
-        for (int64_t t = 0; t < layout.tp(); ++t) {
-          if (t == c0.tp && c == c0.cp && d == c0.dp) continue;
+        for (int64_t t = 0; t < nt; ++t) {
+          const int64_t dt = g == GroupKind::mp ? 0 : t - c0.tp;
+          if (dt == 0 && c == c0.cp && d == c0.dp) continue;
           std::vector<int64_t> copy;
           for (int64_t r : rep) {
             Coord x = layout.coord(r);
-            x.tp = (x.tp - c0.tp + t + layout.tp()) % layout.tp();
+            x.tp = (x.tp + dt + layout.tp()) % layout.tp();
             x.cp = (x.cp - c0.cp + c + layout.cp()) % layout.cp();
             x.dp = (x.dp - c0.dp + d + layout.dp()) % layout.dp();
             copy.push_back(layout.rank(x));
@@ -203,7 +208,7 @@ void NetworkModel::Impl::build_copies(Shape& s) {
           s.copies.push_back(std::move(copy));
         }
   }
-  // embd, mp, world: one instance (tiny or unique messages).
+  // world: the one instance.
 }
 
 const Pattern& NetworkModel::Impl::pattern(Shape& s, size_t entry) {

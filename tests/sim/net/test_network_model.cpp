@@ -116,7 +116,7 @@ TEST_CASE("net model: symmetric copies sharing leaf uplinks slow the representat
   CHECK(simulate_one(nb, layout, req) - lat == Approx(one));
 }
 
-TEST_CASE("net model: pipeline send/recv copies are every (tp cp dp) pair", "[net]") {
+TEST_CASE("net model: pipeline send/recv and embedding copies are every (tp cp dp) translate", "[net]") {
   // Stages on nodes 0 and 1 with one NIC per node: the 8 tp copies of a stage-to-stage send
   // share the NIC, so the representative moves at B_nic / 8.
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 1);
@@ -128,6 +128,13 @@ TEST_CASE("net model: pipeline send/recv copies are every (tp cp dp) pair", "[ne
   CHECK(simulate_one(t, layout, req) == Approx(lat + N / (Bpus(kNicGBps) / 8)));
   NetworkModel net(t, layout);
   CHECK(net.isolated_time_us(req) == Approx(lat + N / (Bpus(kNicGBps) / 8)));
+  // The tied-embedding group {first stage, last stage} repeats the same way: an all-reduce
+  // of 2 ranks (ring: 2(n-1)/n N = N per edge) whose 8 copies share each node's NIC.
+  const auto embd = request(CollKind::all_reduce, {0, 8}, (int64_t)N, CollectiveAlgo::ring,
+                            GroupKind::embd, true);
+  CHECK(simulate_one(t, layout, embd) ==
+        Approx(kLaunchUs + 2 * (kStepUs + 2 * kPcieLatUs + 2 * kNicLatUs) +
+               N / (Bpus(kNicGBps) / 8)));
 }
 
 TEST_CASE("net model: the same sequence gives bit-identical times", "[net]") {
