@@ -183,9 +183,28 @@ void StageBuilder::attention_backward(int64_t layer, LayerActs& a, BufferId d_ct
     return;
   }
   if (s_.training.recompute == Recompute::selective && a.probs == kNoBuffer) {
+    // Megatron checkpoints the whole core attention: its backward reruns QK^T, softmax,
+    // dropout and PV (the context itself stays saved as the projection's input).
     const Phase saved = b_.labels.phase;
     b_.labels.phase = Phase::recompute;
     recompute_attention_core(layer, a);
+    const BufferId ctx_again = act_buffer("ctx_recomputed", T, m_.attn_cols(), m_.act, MemCategory::buffers);
+    OpSpec o;
+    o.kind = OpKind::gemm;
+    o.name = "attn_pv";
+    o.reads = {b_.whole(a.attn_drop != kNoBuffer ? a.attn_drop : a.probs), b_.whole(a.qkv)};
+    o.writes = {b_.whole(ctx_again)};
+    GemmAttrs g;
+    g.m = s;
+    g.n = m_.head_dim;
+    g.k = s;
+    g.batch = bh;
+    g.math = m_.math;
+    g.role = GemmRole::attn_pv;
+    o.attrs = g;
+    o.flops = attention_flops(m_, s, s) / 2;
+    b_.add(std::move(o));
+    b_.release(ctx_again);
     b_.labels.phase = saved;
   }
   auto bgemm = [&](const char* name, GemmRole role, std::vector<TensorRef> reads, TensorRef out, int64_t m,

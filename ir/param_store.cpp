@@ -236,7 +236,7 @@ void ParamStore::gather(int unit, OpId after) {
     const OpId id = collective("param_all_gather", CollKind::all_gather, GroupKind::dp, ReduceOp::sum,
                                {b_.whole(bk.weights)}, {b_.whole(bk.gathered)},
                                bk.elements * bytes_of(m_.act), 0);
-    if (after != kNoOp) b_.depend(id, after);
+    if (after != kNoOp && after < id) b_.depend(id, after);
   }
 }
 

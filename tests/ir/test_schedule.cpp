@@ -1,0 +1,82 @@
+// paralab tests — pipeline schedules: every (micro-batch, chunk) runs forward then backward
+// exactly once, in the order and with the in-flight bound each schedule promises.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "ir/schedule.hpp"
+
+using namespace paralab;
+
+namespace {
+
+// Checks completeness and returns the maximum number of micro-batch chunks in flight.
+int64_t check_and_inflight(const std::vector<PipelineTask>& tasks, int64_t m, int64_t v) {
+  std::map<std::pair<int, int>, int> state;  // 0 none, 1 forward done, 2 backward done
+  int64_t inflight = 0, max_inflight = 0;
+  for (const auto& t : tasks) {
+    auto& s = state[{t.microbatch, t.chunk}];
+    if (t.forward) {
+      REQUIRE(s == 0);
+      s = 1;
+      max_inflight = std::max(max_inflight, ++inflight);
+    } else {
+      REQUIRE(s == 1);
+      s = 2;
+      --inflight;
+    }
+  }
+  REQUIRE(static_cast<int64_t>(state.size()) == m * v);
+  for (const auto& [k, s] : state) REQUIRE(s == 2);
+  return max_inflight;
+}
+
+}  // namespace
+
+TEST_CASE("GPipe runs every forward before any backward", "[ir][schedule]") {
+  const auto tasks = schedule_gpipe({4, 1, 8, 1});
+  CHECK(check_and_inflight(tasks, 8, 1) == 8);
+  for (size_t i = 0; i < 8; ++i) CHECK(tasks[i].forward);
+}
+
+TEST_CASE("1F1B keeps p - s micro-batches in flight on stage s", "[ir][schedule]") {
+  // Narayanan et al. 2021, Sec. 2.2.1 (PipeDream-Flush).
+  const int64_t p = 4, m = 8;
+  for (int64_t s = 0; s < p; ++s) {
+    const auto tasks = schedule_1f1b({p, s, m, 1});
+    CHECK(check_and_inflight(tasks, m, 1) == p - s);
+    // Micro-batches go forward and backward in order.
+    int32_t f = 0, b = 0;
+    for (const auto& t : tasks) CHECK(t.microbatch == (t.forward ? f++ : b++));
+  }
+  // Fewer micro-batches than stages: everything warms up.
+  CHECK(check_and_inflight(schedule_1f1b({8, 0, 3, 1}), 3, 1) == 3);
+}
+
+TEST_CASE("interleaved 1F1B follows Megatron's chunk order", "[ir][schedule]") {
+  const int64_t p = 4, m = 8, v = 2;
+  for (int64_t s = 0; s < p; ++s) {
+    const auto tasks = schedule_interleaved({p, s, m, v});
+    const int64_t inflight = check_and_inflight(tasks, m, v);
+    CHECK(inflight <= (p - s - 1) * 2 + (v - 1) * p + 1);
+    // The first p forwards run chunk 0 on micro-batches 0..p-1, then chunk 1 on the same.
+    for (int64_t k = 0; k < p; ++k) {
+      CHECK(tasks[static_cast<size_t>(k)].chunk == 0);
+      CHECK(tasks[static_cast<size_t>(k)].microbatch == k);
+    }
+  }
+  // The last stage's first backward is chunk v-1 of micro-batch 0.
+  const auto last = schedule_interleaved({p, p - 1, m, v});
+  for (const auto& t : last)
+    if (!t.forward) {
+      CHECK(t.chunk == v - 1);
+      CHECK(t.microbatch == 0);
+      break;
+    }
+}
+
+TEST_CASE("the schedule registry knows every schedule", "[ir][schedule]") {
+  CHECK(schedule_for(Schedule::gpipe) == &schedule_gpipe);
+  CHECK(schedule_for(Schedule::one_f_one_b) == &schedule_1f1b);
+  CHECK(schedule_for(Schedule::interleaved) == &schedule_interleaved);
+}
