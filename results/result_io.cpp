@@ -132,13 +132,29 @@ std::string trace_json(const StepResult& r, const StepIR& ir) {
   for (const OpTiming& t : r.ops) {
     const Op& op = ir.graph_for(t.rank).op(t.op);
     const std::string name = escape(op.full_name());
+    const std::string kind(enum_to_string(op.kind));
+    std::string extra;
+    if (const auto* c = op.collective()) {
+      std::snprintf(buf, sizeof buf, ",\"group\":\"%s\",\"collective\":\"%s\"", std::string(to_string(c->group)).c_str(),
+                    std::string(to_string(c->kind)).c_str());
+      extra = buf;
+    } else if (const auto* p = op.p2p()) {
+      std::snprintf(buf, sizeof buf, ",\"group\":\"%s\",\"collective\":\"%s\"", std::string(to_string(p->group)).c_str(),
+                    kind.c_str());
+      extra = buf;
+    } else if (const auto* g = op.gemm()) {
+      std::snprintf(buf, sizeof buf, ",\"role\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld",
+                    std::string(to_string(g->role)).c_str(), (long long)g->m, (long long)g->n, (long long)g->k,
+                    (long long)g->batch);
+      extra = buf;
+    }
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%lld,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                  "\"args\":{\"op_id\":%u,\"kind\":\"%s\",\"layer\":%d,\"microbatch\":%d,\"phase\":\"%s\",\"flops\":%.6g,\"bytes\":%.6g}}",
-                  name.c_str(), std::string(enum_to_string(op.kind)).c_str(), (long long)t.rank,
-                  static_cast<int>(op.stream), t.start_us, t.end_us - t.start_us, t.op,
-                  std::string(enum_to_string(op.kind)).c_str(), op.layer, op.microbatch,
-                  std::string(to_string(op.phase)).c_str(), op.flops, op.bytes);
+                  "\"args\":{\"op_id\":%u,\"kind\":\"%s\",\"stream\":\"%s\",\"layer\":%d,\"microbatch\":%d,\"phase\":\"%s\","
+                  "\"flops\":%.6g,\"bytes\":%.6g%s}}",
+                  name.c_str(), kind.c_str(), (long long)t.rank, static_cast<int>(op.stream), t.start_us,
+                  t.end_us - t.start_us, t.op, kind.c_str(), std::string(to_string(op.stream)).c_str(), op.layer,
+                  op.microbatch, std::string(to_string(op.phase)).c_str(), op.flops, op.bytes, extra.c_str());
     add(buf);
   }
   out += "\n],\"otherData\":{\"paralab\":";
@@ -167,6 +183,24 @@ LoadedResult read_result(const std::filesystem::path& file) {
         if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("op_id")) continue;
         const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
         out.result.ops.push_back({e.at("pid").get<int64_t>(), e["args"]["op_id"].get<OpId>(), ts, ts + dur});
+        const auto& a = e["args"];
+        OpMeta m;
+        m.name = e.value("name", "");
+        m.kind = a.value("kind", "");
+        m.phase = a.value("phase", "");
+        m.stream = a.value("stream", "");
+        m.layer = a.value("layer", -1);
+        m.microbatch = a.value("microbatch", -1);
+        m.group = a.value("group", "");
+        m.collective = a.value("collective", "");
+        m.role = a.value("role", "");
+        m.m = a.value("m", int64_t{0});
+        m.n = a.value("n", int64_t{0});
+        m.k = a.value("k", int64_t{0});
+        m.batch = a.value("batch", int64_t{0});
+        m.flops = a.value("flops", 0.0);
+        m.bytes = a.value("bytes", 0.0);
+        out.meta.push_back(std::move(m));
       }
       out.has_ops = true;
     } else {
