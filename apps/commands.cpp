@@ -7,6 +7,8 @@ std::span<const Command> commands() {
   static constexpr Command table[] = {
       {"inspect", "parameters, FLOPs, communication and memory per rank, from the IR alone", &run_inspect,
        "paralab inspect SCENARIO [--json] [--dump-ir FILE [--rank R]] [--set section.key=value ...]"},
+      {"compare", "per-op and per-step error between a predicted and a measured result", &run_compare,
+       "paralab compare PREDICTED MEASURED [--json] [--top N]"},
   };
   return table;
 }

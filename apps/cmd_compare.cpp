@@ -1,0 +1,42 @@
+// paralab compare — the error of a prediction against a measurement of the same scenario.
+#include <cstdio>
+
+#include "analysis/compare.hpp"
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+
+namespace paralab::cli {
+
+namespace {
+const std::vector<OptionSpec> kOptions = {
+    {"--top", true, "how many of the largest per-op errors to list (default 10)"},
+    {"--help", false, "this help"},
+};
+}  // namespace
+
+int run_compare(int argc, char** argv) {
+  const Args a = parse(argc, argv, 1, kOptions);
+  if (a.flag("--help")) {
+    std::printf("usage: paralab compare PREDICTED MEASURED [options]\n"
+                "  PREDICTED, MEASURED: traces (--trace) or summaries (--json) of simulate/execute\n%s",
+                options_help(kOptions).c_str());
+    return 0;
+  }
+  if (!a.sets.empty()) throw UsageError("compare reads results; --set does not apply");
+  size_t top = 10;
+  if (auto t = a.value("--top")) {
+    try {
+      top = static_cast<size_t>(std::stoul(*t));
+    } catch (const std::exception&) {
+      throw UsageError("--top needs a count, got '" + *t + "'");
+    }
+  }
+  const LoadedResult p = read_result(a.require_positional(0, "PREDICTED"));
+  const LoadedResult m = read_result(a.require_positional(1, "MEASURED"));
+  const Comparison c = compare(p, m, top);
+  if (a.flag("--json")) std::printf("%s\n", to_json(c).dump(2).c_str());
+  else std::printf("%s", to_table(c).c_str());
+  return 0;
+}
+
+}  // namespace paralab::cli

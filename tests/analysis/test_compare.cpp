@@ -1,0 +1,109 @@
+// paralab tests — compare joins results op by op and reports the errors it should.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "analysis/compare.hpp"
+#include "ir/step_ir.hpp"
+#include "results/result_io.hpp"
+#include "../ir/test_util.hpp"
+
+using namespace paralab;
+
+namespace {
+
+// A synthetic result: each op of each stage's representative runs back to back on its stream
+// for `scale` times a duration derived from its id (deterministic, never zero).
+StepResult synthetic(const StepIR& ir, double scale, bool all_ranks) {
+  StepResult r;
+  r.kind = "predicted";
+  for (int64_t rank = 0; rank < ir.layout.world(); ++rank) {
+    if (!all_ranks && rank != ir.layout.representative(ir.layout.stage_of(rank))) continue;
+    const StepGraph& g = ir.graph_for(rank);
+    std::array<double, kStreams> clock{};
+    for (const Op& op : g.ops) {
+      double& t = clock[static_cast<size_t>(op.stream)];
+      const double d = scale * (2.0 + static_cast<double>(op.id % 7));
+      r.ops.push_back({rank, op.id, t, t + d});
+      t += d;
+    }
+    r.ranks.push_back({rank, g.stage, 1e9, 0, 0});
+  }
+  finalize(r, ir);
+  return r;
+}
+
+LoadedResult round_trip(const StepResult& r, const StepIR& ir, const std::string& name) {
+  test::TempFile f(trace_json(r, ir), name);
+  return read_result(f.path());
+}
+
+}  // namespace
+
+TEST_CASE("a result compared with itself has no error", "[analysis][compare]") {
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt(), {"parallel.pipeline=2", "parallel.tensor=2"}));
+  const StepResult pred = synthetic(ir, 1.0, false);
+  const StepResult meas = synthetic(ir, 1.0, true);
+  const Comparison c = compare(round_trip(pred, ir, "p.json"), round_trip(meas, ir, "m.json"));
+  CHECK(c.per_op);
+  CHECK(c.step_time_error_pct == Approx(0).margin(1e-9));
+  CHECK(c.op_mape_pct == Approx(0).margin(1e-9));
+  // Every measured rank's ops joined the prediction of its stage.
+  CHECK(c.ops_joined == static_cast<int64_t>(meas.ops.size()));
+}
+
+TEST_CASE("a prediction 10% slow on every op is 10% off", "[analysis][compare]") {
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt(), {"parallel.pipeline=2"}));
+  const Comparison c =
+      compare(round_trip(synthetic(ir, 1.1, false), ir, "p.json"), round_trip(synthetic(ir, 1.0, true), ir, "m.json"), 5);
+  CHECK(c.step_time_error_pct == Approx(10.0).epsilon(1e-6));
+  CHECK(c.op_mape_pct == Approx(10.0).epsilon(1e-6));
+  REQUIRE(c.largest.size() == 5);
+  CHECK(c.largest[0].predicted_us > c.largest[0].measured_us);
+  double cls_pred = 0, cls_meas = 0;
+  for (const auto& ce : c.by_class) {
+    CHECK(ce.error_pct() == Approx(10.0).epsilon(1e-6));
+    cls_pred += ce.predicted_s;
+    cls_meas += ce.measured_s;
+  }
+  CHECK(cls_pred == Approx(1.1 * cls_meas));
+  // Classes are the documented ones.
+  bool saw_gemm = false, saw_collective = false;
+  for (const auto& ce : c.by_class) {
+    saw_gemm |= ce.cls.rfind("gemm ", 0) == 0;
+    saw_collective |= ce.cls == "all_reduce dp";
+  }
+  CHECK(saw_gemm);
+  CHECK(saw_collective);
+}
+
+TEST_CASE("results of different scenarios are refused", "[analysis][compare]") {
+  const StepIR a = build_step_ir(test::scenario_from(test::tiny_gpt(), {}));
+  const StepIR b = build_step_ir(test::scenario_from(test::tiny_gpt(), {"model.num_layers=4"}));
+  REQUIRE_THROWS_WITH(compare(round_trip(synthetic(a, 1, false), a, "a.json"), round_trip(synthetic(b, 1, false), b, "b.json")),
+                      Catch::Contains("different scenarios"));
+}
+
+TEST_CASE("results with missing ops are refused", "[analysis][compare]") {
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt(), {}));
+  StepResult meas = synthetic(ir, 1, true);
+  meas.ops.erase(meas.ops.begin() + 3);
+  REQUIRE_THROWS_WITH(compare(round_trip(synthetic(ir, 1, false), ir, "p.json"), round_trip(meas, ir, "m.json")),
+                      Catch::Contains("different ops"));
+}
+
+TEST_CASE("summaries alone compare step-level figures", "[analysis][compare]") {
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt(), {}));
+  test::TempFile p(summary_json(synthetic(ir, 2, false)).dump(), "p.json");
+  test::TempFile m(summary_json(synthetic(ir, 1, true)).dump(), "m.json");
+  const Comparison c = compare(read_result(p.path()), read_result(m.path()));
+  CHECK_FALSE(c.per_op);
+  CHECK(c.step_time_error_pct == Approx(100.0));
+}
+
+TEST_CASE("unreadable results name the file", "[analysis][compare]") {
+  test::TempFile bad("{ not json", "bad.json");
+  REQUIRE_THROWS_WITH(read_result(bad.path()), Catch::Contains("bad.json"));
+  test::TempFile trace("{\"traceEvents\": []}", "t.json");
+  REQUIRE_THROWS_WITH(read_result(trace.path()), Catch::Contains("otherData.paralab"));
+}
