@@ -176,3 +176,34 @@ TEST_CASE("net collectives: double binary tree shape", "[net]") {
   CHECK(tree_depth(inorder_tree(1)) == 0);
   CHECK(tree_depth(inorder_tree(32)) == 5);
 }
+
+TEST_CASE("net collectives: degenerate groups and NICs shared by two GPUs", "[net]") {
+  const double N = 64 * kMiB;
+  {
+    // One member: nothing moves, the call costs its launch latency.
+    const Topology t = make_topology(NetworkKind::none);
+    const Layout layout(8, 1, 1, 1, 8);
+    CHECK(simulate_one(t, layout, request(CollKind::all_reduce, {5}, 1 << 20)) == kLaunchUs);
+  }
+  {
+    // 4 NICs per 8 GPUs: 4 channels, one per NIC; each NIC carries one channel out and one in.
+    const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 4);
+    const Layout layout(16, 1, 1, 1, 8);
+    const auto req = request(CollKind::all_reduce, iota_ranks(0, 16), static_cast<int64_t>(N),
+                             CollectiveAlgo::ring);
+    const double expected = kLaunchUs + 2 * 15 * (kStepUs + kSameLeafLatUs) +
+                            2.0 * 15 / 16 * N / (4 * Bpus(kNicGBps));
+    CHECK(simulate_one(t, layout, req) == Approx(expected).epsilon(0.01));
+  }
+  {
+    // A CPU host: 4 ranks on a shared-memory hub, no network.
+    Topology t = make_topology(NetworkKind::none, 1, 2, 1.0, 4, 0);
+    t.device.kind = DeviceKind::cpu;
+    t.node.intra = IntraFabric::shm;
+    t.node.intra_link = LinkSpec{4.0, 1.0, 1.0};
+    const Layout layout(4, 1, 1, 1, 4);
+    const auto req = request(CollKind::all_reduce, iota_ranks(0, 4), 1 << 20);
+    CHECK(simulate_one(t, layout, req) ==
+          Approx(kLaunchUs + 6 * (kStepUs + 1.0) + 1.5 * (1 << 20) / Bpus(4.0)));
+  }
+}
