@@ -34,8 +34,10 @@ double union_length(std::vector<std::pair<double, double>>& v) {
 // Sweep over the rank's timeline: at every instant the compute stream is busy (compute), or
 // idle while communication is in flight (exposed communication, attributed to the kind of the
 // earliest-started op in flight), or idle with nothing in flight (bubble). The three sum to
-// the rank's span from its first op start to its last op end. O(n log n) in the rank's ops.
-Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops) {
+// the window (the step, for finalize) or the rank's span from its first op start to its last
+// op end, whichever is longer. O(n log n) in the rank's ops.
+Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops, double window_start_us,
+                         double window_end_us) {
   const StepGraph& g = ir.graph_for(rank);
   std::vector<std::pair<double, double>> compute;
   struct Edge {
@@ -66,6 +68,8 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
   }
   Breakdown b;
   if (first >= last) return b;
+  first = std::min(first, window_start_us);
+  last = std::max(last, window_end_us);
   b.compute_s = union_length(compute) * 1e-6;
   for (const auto& [a, e] : compute) {
     edges.push_back({a, 3, -1, 0});
@@ -95,6 +99,7 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
       case 3: ++busy; break;
     }
   }
+  if (last > prev) b.bubble_s += (last - prev) * 1e-6;  // idle from the rank's last op to the window's end
   return b;
 }
 
@@ -127,7 +132,7 @@ void finalize(StepResult& r, const StepIR& ir) {
   for (const OpTiming& t : r.ops) by_rank[t.rank].push_back(t);
   Breakdown avg;
   for (const auto& [rank, ops] : by_rank) {
-    const Breakdown b = rank_breakdown(ir, rank, ops);
+    const Breakdown b = rank_breakdown(ir, rank, ops, t0, t1);
     avg.compute_s += b.compute_s;
     avg.bubble_s += b.bubble_s;
     for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += b.exposed_comm_s[static_cast<size_t>(c)];

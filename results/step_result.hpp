@@ -66,8 +66,13 @@ struct StepResult {
 // Computes the derived figures from `ops` and `ranks` (peak memory from `ranks`).
 void finalize(StepResult& r, const StepIR& ir);
 
-// Per-rank breakdown from one rank's op timings (needs the IR for streams and groups).
-Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops);
+// Per-rank breakdown from one rank's op timings (needs the IR for streams and groups), over
+// the window [window_start_us, window_end_us] widened to the rank's own span: a rank idle
+// before its first op or after its last one while the step still runs (the pipeline's fill and
+// drain) spends that time in the bubble. finalize() passes the step's window; with the default
+// (an empty window) the rank's own span is used.
+Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops,
+                         double window_start_us = 1e300, double window_end_us = 0);
 
 // Digest of the scenario keys that shape the IR (model, training, layout), independent of the
 // hardware description, so a prediction and a measurement of the same scenario match.
