@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int t = 0; t < DPL; ++t) acc[rr][t] = 0.f;
   }
-  const int k_end = causal ? min(S, q0 + kTile) : S;
+  const int k_end = (causal && q0 + kTile < S) ? q0 + kTile : S;
   for (int k0 = 0; k0 < k_end; k0 += kKeys) {
     __syncthreads();  // previous tile fully consumed (first pass: Q tile complete)
     load_tile(k + kv_off, k0, kKeys, S, D, Ks, D + 1);
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int t = 0; t < DPL; ++t) acc[rr][t] = 0.f;
   }
-  const int k_end = causal ? min(S, q0 + kTile) : S;
+  const int k_end = (causal && q0 + kTile < S) ? q0 + kTile : S;
   for (int k0 = 0; k0 < k_end; k0 += kKeys) {
     __syncthreads();
     load_tile(k + kv_off, k0, kKeys, S, D, Ks, D + 1);

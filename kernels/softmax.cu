@@ -25,7 +25,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   const int64_t nwarps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t row = warp0; row < rows; row += nwarps) {
     const int64_t n = row / sq, i = row - n * sq;
-    const int64_t limit = causal ? min(sk, i + (sk - sq) + 1) : sk;  // keys [0, limit) pass
+    // Keys [0, limit) pass the causal test (limit <= 0: the row is fully masked).
+    const int64_t causal_end = i + (sk - sq) + 1;
+    const int64_t limit = (causal && causal_end < sk) ? causal_end : sk;
     const uint8_t* m = mask != nullptr ? mask + ((n / heads) * sq + i) * sk : nullptr;
     const T* xr = x + row * sk;
     T* yr = y + row * sk;
