@@ -18,12 +18,15 @@ FlowSolver::FlowSolver(std::vector<double> capacity_Bpus)
       link_mark_(cap_.size(), 0),
       frozen_load_(cap_.size(), 0.0),
       wsum_(cap_.size(), 0.0),
-      unfrozen_(cap_.size(), 0) {
-  for (double c : cap_)
-    if (!(c > 0)) throw InternalError("FlowSolver: every link needs a positive capacity");
-}
+      unfrozen_(cap_.size(), 0) {}
 
 uint32_t FlowSolver::add(std::span<const LinkLoad> loads, double bytes, uint64_t tag) {
+  // A link of zero capacity may exist (an unused device-to-hub link on a one-device node)
+  // but no flow may need it: it would never finish. Checked before any state changes.
+  for (const LinkLoad& l : loads)
+    if (l.link >= cap_.size() || !(l.weight > 0) || !(cap_[l.link] > 0))
+      throw InternalError("FlowSolver::add: a flow crosses a link of zero capacity or has a "
+                          "bad weight");
   uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -53,11 +56,7 @@ uint32_t FlowSolver::add(std::span<const LinkLoad> loads, double bytes, uint64_t
     done_.push(Done{now_us_, f.seq, slot, f.version});
     return slot;
   }
-  for (uint32_t i = 0; i < f.nloads; ++i) {
-    if (f.loads[i].link >= cap_.size() || !(f.loads[i].weight > 0))
-      throw InternalError("FlowSolver::add: bad link load");
-    link_flows_[f.loads[i].link].push_back(Entry{slot, f.gen});
-  }
+  for (uint32_t i = 0; i < f.nloads; ++i) link_flows_[f.loads[i].link].push_back(Entry{slot, f.gen});
   dirty_flows_.push_back(Entry{slot, f.gen});
   return slot;
 }

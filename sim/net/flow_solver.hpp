@@ -56,7 +56,8 @@ struct SolverStats {
 
 class FlowSolver {
  public:
-  // capacity_Bpus[l]: capacity of directed link l in bytes per microsecond (1 GB/s = 1e3).
+  // capacity_Bpus[l]: capacity of directed link l in bytes per microsecond (1 GB/s = 1e3);
+  // zero is allowed for links no flow will cross (add() rejects flows that would).
   explicit FlowSolver(std::vector<double> capacity_Bpus);
 
   // Starts a flow of `bytes` at now_us(). `loads` must stay valid until it finishes (they

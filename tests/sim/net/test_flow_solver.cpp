@@ -140,3 +140,12 @@ TEST_CASE("net solver: empty flows finish at once and ties finish in start order
   CHECK(out[3].tag == 10);
   CHECK(times[2] == times[3]);
 }
+
+TEST_CASE("net solver: a flow over a zero-capacity link is rejected", "[net]") {
+  FlowSolver s({1000.0, 0.0});
+  const LinkLoad ok[] = {{0, 1.0}};
+  const LinkLoad dead[] = {{0, 1.0}, {1, 1.0}};
+  CHECK_NOTHROW(s.add(ok, 10, 0));
+  CHECK_THROWS(s.add(dead, 10, 1));
+  CHECK(s.active_flows() == 1);  // the rejected flow left no trace
+}
