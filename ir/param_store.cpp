@@ -303,9 +303,16 @@ void ParamStore::emit_tied_embedding_reduce() {
 }
 
 void ParamStore::end_step() {
-  // Reductions not overlapped with the backward pass run now, in bucket order.
+  // Reductions not overlapped with the backward pass run now, in bucket order. Without
+  // overlap_grad_reduce Megatron starts them after the whole backward pass (finalize_model_grads
+  // after forward_backward_func), not as soon as a bucket's gradients are final: the first one
+  // waits for the last compute op (the rest follow on the stream).
+  const OpId backward_end = b_.last_op(Stream::compute);
+  const size_t first_reduce = b_.size();
   for (size_t bi = 0; bi < buckets_.size(); ++bi)
     if (!shard_grads_) reduce(static_cast<int>(bi));
+  if (!s_.parallel.overlap_grad_reduce && backward_end != kNoOp && b_.size() > first_reduce)
+    b_.depend(static_cast<OpId>(first_reduce), backward_end);
   emit_replicated_grad_reduce();
   emit_tied_embedding_reduce();
 
