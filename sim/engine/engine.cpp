@@ -1,0 +1,472 @@
+// paralab — the discrete-event engine (semantics in engine.hpp, docs/simulator.md "Engine").
+//
+// Per stage the graph is flattened once into arrays: the compute model's durations, a count
+// of what each op waits for (its deps plus its stream predecessor) and the reverse edges (CSR).
+// An op whose count reaches zero starts at the current time. Compute ops schedule their
+// completion in a binary heap of (time, sequence) events; communication ops become network
+// calls whose completions the NetworkModel reports. The main loop takes whichever comes first
+// (engine events first at equal times). Nothing is allocated per event beyond amortized vector
+// growth; group member lists and call requests are built once per (stage, group kind).
+#include "sim/engine/engine.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+#include <string>
+
+#include "ir/error.hpp"
+
+namespace paralab::sim {
+
+double RankMemory::resident_total() const {
+  double t = 0;
+  for (double x : resident) t += x;
+  return t;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr uint32_t kNone = UINT32_MAX;
+
+struct Event {
+  double t;
+  uint64_t seq;
+  uint32_t stage;
+  OpId op;
+};
+struct EventLater {
+  bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
+};
+
+sim::CollKind to_sim(paralab::CollKind k) {
+  switch (k) {
+    case paralab::CollKind::all_reduce: return sim::CollKind::all_reduce;
+    case paralab::CollKind::all_gather: return sim::CollKind::all_gather;
+    case paralab::CollKind::reduce_scatter: return sim::CollKind::reduce_scatter;
+    case paralab::CollKind::all_to_all: return sim::CollKind::all_to_all;
+    case paralab::CollKind::broadcast: return sim::CollKind::broadcast;
+  }
+  return sim::CollKind::all_reduce;
+}
+
+bool joins_stages(GroupKind g) { return g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world; }
+
+// Ops finished together when the last of `remaining` things happens (network calls, or
+// arrivals of the stages of a cross-stage collective).
+struct Join {
+  uint32_t remaining = 0;
+  uint32_t first = 0;  // into parts_
+  uint32_t count = 0;
+};
+
+struct StageState {
+  const StepGraph* g = nullptr;
+  int64_t stage = 0, rank = 0;
+  std::vector<double> dur;
+  std::vector<uint32_t> waiting;
+  std::vector<uint32_t> dep_begin;  // CSR of dependents: dependents[dep_begin[i] .. dep_begin[i+1])
+  std::vector<OpId> dependents;
+  std::vector<double> start, end;
+  std::vector<uint8_t> done;
+  std::vector<double> buffer_bytes;
+  std::array<double, kMemCategories> live{};
+  double live_total = 0;
+  RankMemory mem;
+  size_t finished = 0;
+  // Per group kind: the representative's group members and a reusable request.
+  std::array<std::vector<int64_t>, static_cast<size_t>(GroupKind::kCount)> members;
+  std::array<bool, static_cast<size_t>(GroupKind::kCount)> have_members{};
+  std::map<uint32_t, uint32_t> tag_seen;  // cross-stage collectives: occurrences per tag
+};
+
+class Engine {
+ public:
+  Engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net, const EngineOptions& opt)
+      : ir_(ir), compute_(compute), net_(net), opt_(opt) {}
+
+  EngineOutput run();
+
+ private:
+  void init_stage(StageState& st, int64_t stage);
+  void make_ready(uint32_t s, OpId op);
+  void finish(uint32_t s, OpId op);
+  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op}); }
+  void on_call_done(uint64_t handle);
+  uint32_t new_join(uint32_t remaining) {
+    joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
+    return static_cast<uint32_t>(joins_.size() - 1);
+  }
+  void add_part(uint32_t j, uint32_t s, OpId op) {
+    parts_.emplace_back(s, op);
+    ++joins_[j].count;
+  }
+  void bind(uint64_t handle, uint32_t j) {
+    if (handle >= handle_join_.size()) handle_join_.resize(std::max<size_t>(handle + 1, handle_join_.size() * 2), kNone);
+    handle_join_[handle] = j;
+  }
+  const std::vector<int64_t>& members(StageState& st, GroupKind g) {
+    const auto gi = static_cast<size_t>(g);
+    if (!st.have_members[gi]) {
+      st.members[gi] = ir_.layout.members(g, st.rank);
+      st.have_members[gi] = true;
+    }
+    return st.members[gi];
+  }
+  void start_collective(uint32_t s, OpId op, const CollectiveAttrs& c);
+  void start_cross_stage(uint32_t s, OpId op, const CollectiveAttrs& c);
+  void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
+  void start_ring(uint32_t s, OpId op, const P2PAttrs& p);
+  [[noreturn]] void report_deadlock() const;
+
+  const StepIR& ir_;
+  const ComputeModel& compute_;
+  NetworkModel& net_;
+  EngineOptions opt_;
+  std::vector<StageState> stages_;
+  std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
+  uint64_t seq_ = 0;
+  double now_ = 0;
+  double capacity_ = 0;
+  int64_t events_ = 0;
+  CommRequest req_;  // reused for every call (its member vector keeps its capacity)
+
+  std::vector<Join> joins_;
+  std::vector<std::pair<uint32_t, OpId>> parts_;
+  std::vector<uint32_t> handle_join_;
+  // Pipeline transfers waiting for their other side: tag -> (stage, op, is_send). Tags are
+  // dense above kTagP2PBase (ir/stage_builder.cpp); others go to the map.
+  struct Half {
+    uint32_t stage = kNone;
+    OpId op = 0;
+    bool is_send = false;
+  };
+  std::vector<Half> p2p_dense_;
+  std::map<uint32_t, Half> p2p_sparse_;
+  // Cross-stage collectives waiting for stages: (tag, occurrence) -> arrivals so far.
+  struct Arrivals {
+    uint32_t expected = 0;
+    std::vector<std::pair<uint32_t, OpId>> parts;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Arrivals> cross_;
+};
+
+void Engine::init_stage(StageState& st, int64_t stage) {
+  const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
+  st.g = &g;
+  st.stage = stage;
+  st.rank = ir_.layout.representative(stage);
+  const size_t n = g.ops.size();
+  st.dur = compute_.durations(g);
+  st.waiting.assign(n, 0);
+  st.dep_begin.assign(n + 1, 0);
+  // Stream predecessors count as dependencies (CUDA stream order).
+  std::vector<OpId> next_on_stream(n, kNoOp);
+  for (const auto& stream : g.streams)
+    for (size_t i = 1; i < stream.size(); ++i) next_on_stream[stream[i - 1]] = stream[i];
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = g.ops[i];
+    if (op.id != i) throw InternalError("engine: stage " + std::to_string(stage) + " op ids are not indexes");
+    st.waiting[i] += static_cast<uint32_t>(op.deps.size());
+    for (OpId d : op.deps) {
+      if (d >= n) throw InternalError("engine: op " + op.full_name() + " depends on a missing op");
+      ++st.dep_begin[d + 1];
+    }
+    if (next_on_stream[i] != kNoOp) {
+      ++st.waiting[next_on_stream[i]];
+      ++st.dep_begin[i + 1];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) st.dep_begin[i + 1] += st.dep_begin[i];
+  st.dependents.assign(st.dep_begin[n], 0);
+  std::vector<uint32_t> fill(st.dep_begin.begin(), st.dep_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (OpId d : g.ops[i].deps) st.dependents[fill[d]++] = static_cast<OpId>(i);
+    if (next_on_stream[i] != kNoOp) st.dependents[fill[i]++] = next_on_stream[i];
+  }
+  st.start.assign(n, 0.0);
+  st.end.assign(n, 0.0);
+  st.done.assign(n, 0);
+  st.buffer_bytes.resize(g.buffers.size());
+  st.mem = RankMemory{};
+  st.mem.rank = st.rank;
+  st.mem.stage = stage;
+  for (size_t b = 0; b < g.buffers.size(); ++b) {
+    const Buffer& buf = g.buffers[b];
+    st.buffer_bytes[b] = static_cast<double>(buf.bytes());
+    if (buf.resident) st.mem.resident[static_cast<size_t>(buf.category)] += st.buffer_bytes[b];
+  }
+  if (st.mem.resident_total() > capacity_) {
+    st.mem.over_capacity_us = 0.0;
+    st.mem.over_capacity_op = n ? g.ops[0].id : 0;
+  }
+}
+
+void Engine::make_ready(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  const Op& op = st.g->ops[id];
+  st.start[id] = now_;
+  // Memory: allocations happen when the op starts (a transfer: when it is posted).
+  if (!op.allocs.empty()) {
+    for (BufferId b : op.allocs) {
+      const double bytes = st.buffer_bytes[b];
+      st.live[static_cast<size_t>(st.g->buffers[b].category)] += bytes;
+      st.live_total += bytes;
+    }
+    if (st.live_total > st.mem.peak_transient) {
+      st.mem.peak_transient = st.live_total;
+      st.mem.peak_time_us = now_;
+      st.mem.peak_op = id;
+      st.mem.at_peak = st.live;
+      if (!st.mem.over_capacity_us && st.mem.resident_total() + st.live_total > capacity_) {
+        st.mem.over_capacity_us = now_;
+        st.mem.over_capacity_op = id;
+      }
+    }
+  }
+  switch (op.kind) {
+    case OpKind::collective: {
+      const CollectiveAttrs& c = *op.collective();
+      if (joins_stages(c.group)) start_cross_stage(s, id, c);
+      else start_collective(s, id, c);
+      return;
+    }
+    case OpKind::send: start_p2p(s, id, *op.p2p(), true); return;
+    case OpKind::recv: start_p2p(s, id, *op.p2p(), false); return;
+    case OpKind::sendrecv: start_ring(s, id, *op.p2p()); return;
+    default: schedule(s, id, now_ + st.dur[id]); return;
+  }
+}
+
+void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
+  StageState& st = stages_[s];
+  const std::vector<int64_t>& m = members(st, c.group);
+  if (m.size() < 2 || c.bytes <= 0) {  // nothing to exchange: done at once
+    schedule(s, id, now_);
+    return;
+  }
+  req_.kind = to_sim(c.kind);
+  req_.algo = CollectiveAlgo::automatic;
+  req_.group = c.group;
+  req_.members.assign(m.begin(), m.end());
+  req_.bytes = c.bytes;
+  req_.symmetric_copies = true;
+  const uint32_t j = new_join(1);
+  add_part(j, s, id);
+  bind(net_.start(req_, now_), j);
+}
+
+void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
+  StageState& st = stages_[s];
+  const uint32_t occurrence = st.tag_seen[c.tag]++;
+  const auto key = std::make_pair(c.tag, occurrence);
+  auto it = cross_.find(key);
+  if (it == cross_.end()) {
+    // The stages whose representatives are in this group: each must reach the collective.
+    std::vector<int64_t> stages;
+    for (int64_t r : members(st, c.group)) stages.push_back(ir_.layout.stage_of(r));
+    std::sort(stages.begin(), stages.end());
+    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+    it = cross_.emplace(key, Arrivals{static_cast<uint32_t>(stages.size()), {}}).first;
+  }
+  Arrivals& a = it->second;
+  a.parts.emplace_back(s, id);
+  if (a.parts.size() < a.expected) return;
+  // Every stage has arrived: the call starts now, on the group of the first arrival.
+  const uint32_t j = new_join(1);
+  for (const auto& [ps, pop] : a.parts) {
+    add_part(j, ps, pop);
+    stages_[ps].start[pop] = now_;
+  }
+  const std::vector<int64_t>& m = members(stages_[a.parts.front().first], c.group);
+  cross_.erase(it);
+  if (m.size() < 2 || c.bytes <= 0) {  // finish every participant at once, as a call would
+    const Join& jn = joins_[j];
+    for (uint32_t i = 0; i < jn.count; ++i) schedule(parts_[jn.first + i].first, parts_[jn.first + i].second, now_);
+    return;
+  }
+  req_.kind = to_sim(c.kind);
+  req_.algo = CollectiveAlgo::automatic;
+  req_.group = c.group;
+  req_.members.assign(m.begin(), m.end());
+  req_.bytes = c.bytes;
+  req_.symmetric_copies = true;
+  bind(net_.start(req_, now_), j);
+}
+
+void Engine::start_p2p(uint32_t s, OpId id, const P2PAttrs& p, bool is_send) {
+  Half* slot = nullptr;
+  if (p.tag >= kTagP2PBase && p.tag - kTagP2PBase < p2p_dense_.size()) slot = &p2p_dense_[p.tag - kTagP2PBase];
+  else slot = &p2p_sparse_[p.tag];
+  if (slot->stage == kNone) {
+    *slot = Half{s, id, is_send};
+    return;
+  }
+  const Half other = *slot;
+  *slot = Half{};
+  if (other.is_send == is_send)
+    throw InternalError("engine: two " + std::string(is_send ? "sends" : "receives") + " share pipeline tag " +
+                        std::to_string(p.tag));
+  const uint32_t ss = is_send ? s : other.stage, rs = is_send ? other.stage : s;
+  const OpId sop = is_send ? id : other.op, rop = is_send ? other.op : id;
+  const Op& send_op = stages_[ss].g->ops[sop];
+  const int64_t src = stages_[ss].rank;
+  const int64_t dst = ir_.peer_of(src, send_op, true);
+  if (dst != stages_[rs].rank)
+    throw InternalError("engine: " + send_op.full_name() + " (stage " + std::to_string(ss) + ") goes to rank " +
+                        std::to_string(dst) + " but its tag matches a receive on stage " + std::to_string(rs));
+  stages_[ss].start[sop] = now_;
+  stages_[rs].start[rop] = now_;
+  const uint32_t j = new_join(1);
+  add_part(j, ss, sop);
+  add_part(j, rs, rop);
+  if (p.bytes <= 0) {
+    schedule(ss, sop, now_);
+    schedule(rs, rop, now_);
+    return;
+  }
+  req_.kind = sim::CollKind::p2p;
+  req_.algo = CollectiveAlgo::automatic;
+  req_.group = p.group;
+  req_.members.assign({src, dst});
+  req_.bytes = p.bytes;
+  req_.symmetric_copies = true;
+  bind(net_.start(req_, now_), j);
+}
+
+void Engine::start_ring(uint32_t s, OpId id, const P2PAttrs& p) {
+  StageState& st = stages_[s];
+  const std::vector<int64_t>& m = members(st, p.group);
+  const auto n = static_cast<int64_t>(m.size());
+  const int64_t off = p.send_offset != 0 ? p.send_offset : -p.recv_offset;
+  if (n < 2 || off % n == 0 || p.bytes <= 0) {
+    schedule(s, id, now_);
+    return;
+  }
+  // Every member sends to the one `off` ahead: one transfer per ring edge, each standing for
+  // its copies in the other groups of the stage.
+  const uint32_t j = new_join(static_cast<uint32_t>(n));
+  add_part(j, s, id);
+  for (int64_t i = 0; i < n; ++i) {
+    req_.kind = sim::CollKind::p2p;
+    req_.algo = CollectiveAlgo::automatic;
+    req_.group = p.group;
+    req_.members.assign({m[static_cast<size_t>(i)], m[static_cast<size_t>(((i + off) % n + n) % n)]});
+    req_.bytes = p.bytes;
+    req_.symmetric_copies = true;
+    bind(net_.start(req_, now_), j);
+  }
+}
+
+void Engine::finish(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  const Op& op = st.g->ops[id];
+  st.end[id] = now_;
+  st.done[id] = 1;
+  for (BufferId b : op.frees) {
+    const double bytes = st.buffer_bytes[b];
+    st.live[static_cast<size_t>(st.g->buffers[b].category)] -= bytes;
+    st.live_total -= bytes;
+  }
+  ++st.finished;
+  for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
+    const OpId d = st.dependents[e];
+    if (--st.waiting[d] == 0) make_ready(s, d);
+  }
+}
+
+void Engine::on_call_done(uint64_t handle) {
+  if (handle >= handle_join_.size() || handle_join_[handle] == kNone)
+    throw InternalError("engine: the network reported an unknown call " + std::to_string(handle));
+  const uint32_t j = handle_join_[handle];
+  handle_join_[handle] = kNone;
+  if (--joins_[j].remaining > 0) return;
+  const Join jn = joins_[j];
+  for (uint32_t i = 0; i < jn.count; ++i) finish(parts_[jn.first + i].first, parts_[jn.first + i].second);
+}
+
+void Engine::report_deadlock() const {
+  std::string msg = "engine: the step cannot complete (dependency cycle or unmatched communication):";
+  for (const StageState& st : stages_) {
+    if (st.finished == st.g->ops.size()) continue;
+    msg += "\n  stage " + std::to_string(st.stage) + ": " + std::to_string(st.g->ops.size() - st.finished) +
+           " ops never ran; stream heads:";
+    for (int s = 0; s < kStreams; ++s)
+      for (OpId id : st.g->streams[static_cast<size_t>(s)])
+        if (!st.done[id]) {
+          msg += " " + std::string(to_string(static_cast<Stream>(s))) + "=" + st.g->ops[id].full_name() + " (waits for " +
+                 std::to_string(st.waiting[id]) + ")";
+          break;
+        }
+  }
+  throw InternalError(msg);
+}
+
+EngineOutput Engine::run() {
+  const int64_t p = static_cast<int64_t>(ir_.stages.size());
+  capacity_ = ir_.scenario.topology.device.memory_gib * kGiB;
+  stages_.resize(static_cast<size_t>(p));
+  size_t total_ops = 0;
+  for (int64_t s = 0; s < p; ++s) {
+    init_stage(stages_[static_cast<size_t>(s)], s);
+    total_ops += stages_[static_cast<size_t>(s)].g->ops.size();
+  }
+  // Pipeline tags: kTagP2PBase + 2 (mb * virtual_stages_total + receiver) + direction.
+  const int64_t vs_total = ir_.layout.pp() * std::max<int64_t>(1, ir_.scenario.parallel.virtual_pipeline_stages);
+  p2p_dense_.assign(static_cast<size_t>(2 * (ir_.scenario.num_microbatches() + 1) * vs_total + 2), Half{});
+  joins_.reserve(total_ops / 4 + 16);
+  parts_.reserve(total_ops / 4 + 16);
+  req_.members.reserve(16);
+
+  for (uint32_t s = 0; s < stages_.size(); ++s)
+    for (OpId id = 0; id < stages_[s].g->ops.size(); ++id)
+      if (stages_[s].waiting[id] == 0) make_ready(s, id);
+
+  std::vector<uint64_t> done;
+  for (;;) {
+    const double t_ev = heap_.empty() ? kInf : heap_.top().t;
+    const double t_net = net_.next_completion_us();
+    if (t_ev == kInf && t_net == kInf) break;
+    if (t_net < t_ev) {
+      done.clear();
+      net_.advance(t_net, done);
+      now_ = std::max(now_, t_net);
+      ++events_;
+      for (uint64_t h : done) on_call_done(h);
+      continue;
+    }
+    const Event e = heap_.top();
+    heap_.pop();
+    now_ = e.t;
+    ++events_;
+    finish(e.stage, e.op);
+  }
+  for (const StageState& st : stages_)
+    if (st.finished != st.g->ops.size()) report_deadlock();
+
+  EngineOutput out;
+  out.events = events_;
+  out.ops_run = static_cast<int64_t>(total_ops);
+  if (opt_.record_ops) out.ops.reserve(total_ops);
+  // Ranks ascend with stages (the pipeline coordinate is the slowest), so (rank, op) order.
+  for (const StageState& st : stages_) {
+    for (OpId id = 0; id < st.g->ops.size(); ++id) {
+      out.end_us = std::max(out.end_us, st.end[id]);
+      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id]});
+    }
+    out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op});
+    out.memory.push_back(st.mem);
+  }
+  return out;
+}
+
+}  // namespace
+
+EngineOutput run_engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net, const EngineOptions& options) {
+  Engine e(ir, compute, net, options);
+  return e.run();
+}
+
+}  // namespace paralab::sim

@@ -1,0 +1,70 @@
+// paralab — the discrete-event engine: one optimizer step of a StepIR on modeled hardware.
+//
+// One representative rank per pipeline stage (Layout::representative) runs its stage's
+// StepGraph; every other rank of the stage runs the same graph at the same times (their
+// collectives are the network model's symmetric copies). Per rank, streams have CUDA
+// semantics: an op starts when it is at the head of its stream (its predecessor on the stream
+// has finished) and every op in `deps` has finished. Compute ops take the compute model's
+// duration; communication ops are calls on the NetworkModel:
+//   - collectives over tp / cp / dp groups lie within one stage and start at once;
+//   - send / recv (pp) start when both the send and the matching recv (same tag, on the peer
+//     stage) are ready, and both finish when the transfer does;
+//   - collectives over embd / mp / world groups start when every stage of the group has
+//     reached them (matched by tag and occurrence) and finish together;
+//   - sendrecv (context-parallel ring) is symmetric within a stage: the whole ring shift is
+//     started at once, one transfer per ring edge.
+// Memory: an op's `allocs` are allocated when it starts (for a transfer: when it is posted),
+// its `frees` freed when it ends; resident buffers are live from the start.
+//
+// Events are ordered by (time, sequence number), sequence numbers handed out in a fixed order,
+// so the same input gives bit-identical output. The engine is single-threaded and keeps no
+// global state: independent simulations may run on any number of threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/step_ir.hpp"
+#include "results/step_result.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/net/network_model.hpp"
+
+namespace paralab::sim {
+
+// Memory of one simulated rank over the step.
+struct RankMemory {
+  int64_t rank = 0, stage = 0;
+  std::array<double, kMemCategories> resident{};  // bytes held for the whole step
+  std::array<double, kMemCategories> at_peak{};   // transient bytes by category at the peak
+  double peak_transient = 0;                      // max over time of the transient bytes
+  double peak_time_us = 0;                        // when it was first reached
+  OpId peak_op = 0;                               // the op whose start reached it
+  // The first moment the rank's memory exceeded the device's capacity, if it did.
+  std::optional<double> over_capacity_us;
+  OpId over_capacity_op = 0;
+
+  [[nodiscard]] double resident_total() const;
+  [[nodiscard]] double peak_total() const { return resident_total() + peak_transient; }
+};
+
+struct EngineOptions {
+  bool record_ops = true;  // fill EngineOutput::ops (needed by finalize and traces)
+};
+
+struct EngineOutput {
+  std::vector<OpTiming> ops;       // every op of every simulated rank, sorted by (rank, op)
+  std::vector<RankStats> ranks;    // one per stage
+  std::vector<RankMemory> memory;  // one per stage
+  int64_t events = 0;              // engine events (op completions) + network events
+  int64_t ops_run = 0;
+  double end_us = 0;               // when the last op ended
+};
+
+// Runs one step. `net` must be fresh (built for ir.layout). Throws InternalError if the graphs
+// cannot complete (an op never becomes ready), naming the stuck ops.
+EngineOutput run_engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net,
+                        const EngineOptions& options = {});
+
+}  // namespace paralab::sim

@@ -1,0 +1,37 @@
+// paralab — the simulator's entry point: a StepIR in, a predicted StepResult out.
+//
+//   const StepIR ir = build_step_ir(scenario);
+//   const sim::Simulation s = sim::simulate(ir);
+//   s.result.step_time_s, s.result.mfu, ...   (results/step_result.hpp)
+//
+// Builds the compute model and the network model from the scenario's topology, runs the event
+// engine (sim/engine/engine.hpp) and derives the step figures with results' finalize(), the
+// same code that derives measured figures. Deterministic; safe to call from several threads
+// at once on different (or the same, read-only) IRs.
+#pragma once
+
+#include <vector>
+
+#include "ir/step_ir.hpp"
+#include "results/step_result.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/net/comm.hpp"
+
+namespace paralab::sim {
+
+struct SimulateOptions {
+  bool record_ops = true;  // per-op timings in the result (finalize needs them for the breakdown)
+};
+
+struct Simulation {
+  StepResult result;               // finalized; result.wall_s = this call's wall time
+  std::vector<RankMemory> memory;  // per simulated rank (one per stage)
+  CommStats network;               // the network model's counters
+  double network_build_s = 0;      // building the cluster graph
+  double engine_s = 0;             // the event loop
+  double finalize_s = 0;           // deriving the figures
+};
+
+Simulation simulate(const StepIR& ir, const SimulateOptions& options = {});
+
+}  // namespace paralab::sim

@@ -1,0 +1,74 @@
+// paralab — helpers for the engine and compute-model tests: scenarios from inline TOML, a
+// network that is effectively free (for closed forms that ignore communication), and
+// hand-built stage graphs wrapped into a StepIR.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "ir/graph_builder.hpp"
+#include "ir/scenario_loader.hpp"
+#include "ir/step_ir.hpp"
+#include "sim/simulate.hpp"
+
+namespace paralab::sim::test {
+
+// Loads a scenario from TOML text through a temporary file (removed afterwards).
+inline Scenario load_inline(const std::string& toml, const std::vector<std::string>& sets = {}) {
+  static std::atomic<int> n{0};
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("paralab-engine-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "scenario.toml";
+  std::ofstream(file) << toml;
+  struct Cleanup {
+    std::filesystem::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  return load_scenario(file, sets);
+}
+
+// Every link a million GB/s with no latency and no call overhead: communication takes ~0.
+inline void free_network(Topology& t) {
+  for (LinkSpec* l : {&t.node.intra_link, &t.node.pcie, &t.node.nic, &t.network.switch_link}) {
+    l->bw_gbps = 1e6;
+    l->lat_us = 0;
+    l->efficiency = 1;
+  }
+  t.collectives.launch_lat_us = 0;
+  t.collectives.step_lat_us = 0;
+}
+
+// A StepIR around hand-built stage graphs (one per pipeline stage of `s`).
+inline StepIR wrap(const Scenario& s, std::vector<StepGraph> stages) {
+  StepIR ir{s, layout_of(s), ModelShape::from(s), std::move(stages)};
+  return ir;
+}
+
+// Duration of an op in a finished simulation (rank = the stage's representative).
+inline double duration_of(const StepResult& r, int64_t rank, OpId op) {
+  for (const OpTiming& t : r.ops)
+    if (t.rank == rank && t.op == op) return t.end_us - t.start_us;
+  return -1;
+}
+inline const OpTiming* timing_of(const StepResult& r, int64_t rank, OpId op) {
+  for (const OpTiming& t : r.ops)
+    if (t.rank == rank && t.op == op) return &t;
+  return nullptr;
+}
+
+// A small GPT scenario (TOML text); tests override keys with --set.
+inline std::string small_gpt(int nodes = 1) {
+  return "[model]\npreset = \"tiny\"\n[training]\nglobal_batch_size = 8\nmicro_batch_size = 1\n"
+         "[parallel]\ntensor = 1\npipeline = 1\n[cluster]\ntopology = \"dgx-a100\"\nnodes = " +
+         std::to_string(nodes) + "\n";
+}
+
+}  // namespace paralab::sim::test

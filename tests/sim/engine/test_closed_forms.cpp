@@ -1,0 +1,176 @@
+// paralab — the simulator on generated scenarios against closed forms: the 1F1B pipeline bubble
+// and its reduction by interleaving, ZeRO-3's communication volume against DDP's, and
+// bit-identical results (repeat runs, IR built on several threads, simulations in parallel).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <thread>
+
+#include "engine_test_util.hpp"
+#include "results/result_io.hpp"
+
+using namespace paralab;
+using namespace paralab::sim;
+using namespace paralab::sim::test;
+
+namespace {
+
+// Four equal pipeline stages of four layers each; the vocabulary is tiny and the layers wide, so
+// the embedding and the head add ~0.2 % to the first and last stage; SGD without clipping
+// keeps the optimizer tail short. Eight micro-batches of 8 sequences.
+std::string equal_stages() {
+  return R"(
+[model]
+num_layers = 16
+hidden_size = 4096
+num_attention_heads = 32
+ffn_hidden_size = 16384
+vocab_size = 128
+seq_length = 2048
+[training]
+global_batch_size = 64
+micro_batch_size = 8
+precision = "bf16"
+optimizer = "sgd"
+clip_grad = 0
+attention = "flash"
+[parallel]
+tensor = 1
+pipeline = 4
+data = 1
+[cluster]
+topology = "dgx-a100"
+nodes = 1
+devices_per_node = 4
+)";
+}
+
+struct PipelineRun {
+  double bubble_fraction = 0;
+  double t_mb_us = 0;  // slowest stage's compute time for one micro-batch (forward + backward)
+  int64_t p = 0, m = 0, v = 1;
+};
+
+PipelineRun run_pipeline(const std::vector<std::string>& sets) {
+  std::vector<std::string> all = {"topology.node.devices_per_node=4"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  Scenario s = load_inline(equal_stages(), all);
+  free_network(s.topology);
+  const StepIR ir = build_step_ir(s);
+  const StepResult r = simulate(ir).result;
+  PipelineRun out;
+  out.bubble_fraction = r.bubble_fraction;
+  out.p = s.parallel.pipeline;
+  out.m = s.num_microbatches();
+  out.v = s.parallel.virtual_pipeline_stages;
+  for (int64_t st = 0; st < out.p; ++st) {
+    const StepGraph& g = ir.stages[static_cast<size_t>(st)];
+    const int64_t rank = ir.layout.representative(st);
+    double t = 0;
+    for (const OpTiming& ot : r.ops) {
+      if (ot.rank != rank) continue;
+      const Op& op = g.op(ot.op);
+      if (op.stream == Stream::compute && op.microbatch == 0 && op.phase != Phase::optimizer) t += ot.end_us - ot.start_us;
+    }
+    out.t_mb_us = std::max(out.t_mb_us, t);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Narayanan et al. 2021, Sec. 2.2.1: with p equal stages and m micro-batches the 1F1B
+// (PipeDream-Flush) bubble is (p-1) stage times out of (m+p-1): fraction (p-1)/(m+p-1).
+TEST_CASE("closed form: 1F1B bubble fraction (p-1)/(m+p-1)", "[engine][closed-form]") {
+  const PipelineRun r = run_pipeline({"parallel.schedule=1f1b"});
+  REQUIRE(r.p == 4);
+  REQUIRE(r.m == 8);
+  const double expected = static_cast<double>(r.p - 1) / static_cast<double>(r.m + r.p - 1);
+  CHECK(r.bubble_fraction == Approx(expected).epsilon(0.01));
+  CHECK(r.t_mb_us > 10'000);  // the stages do real work (tens of ms per micro-batch)
+}
+
+// Ibid., Sec. 2.2.2: interleaving v model chunks per stage divides the bubble time by v:
+// (p-1)/v stage times out of m + (p-1)/v.
+TEST_CASE("closed form: interleaving divides the bubble by the virtual stages", "[engine][closed-form]") {
+  const PipelineRun one = run_pipeline({"parallel.schedule=1f1b"});
+  const PipelineRun r = run_pipeline({"parallel.schedule=interleaved", "parallel.virtual_pipeline_stages=2"});
+  REQUIRE(r.v == 2);
+  const double pv = static_cast<double>(r.p - 1) / static_cast<double>(r.v);
+  const double expected = pv / (static_cast<double>(r.m) + pv);
+  CHECK(r.bubble_fraction == Approx(expected).epsilon(0.01));
+  // Bubble time (fraction x step) halves: compare in units of the per-micro-batch stage time.
+  const double bubble_1 = one.bubble_fraction / (1 - one.bubble_fraction) * static_cast<double>(one.m);
+  const double bubble_2 = r.bubble_fraction / (1 - r.bubble_fraction) * static_cast<double>(r.m);
+  CHECK(bubble_2 == Approx(bubble_1 / 2).epsilon(0.02));
+}
+
+// Rajbhandari et al. 2020 (ZeRO), Sec. 7.2.2: ZeRO-3 communicates 3 Psi per step (parameter
+// all-gather in the forward and in the backward pass, gradient reduce-scatter) against DDP's
+// 2 Psi (all-reduce = reduce-scatter + all-gather): 1.5x. Measured on the network model's byte
+// counters, one micro-batch (ZeRO-3 gathers again for every micro-batch).
+TEST_CASE("closed form: ZeRO-3 moves 1.5x the bytes of DDP", "[engine][closed-form]") {
+  auto bytes = [](int zero) {
+    const Scenario s = load_inline(small_gpt(), {"parallel.zero_stage=" + std::to_string(zero), "training.precision=bf16",
+                                                 "training.global_batch_size=8", "model.num_layers=4",
+                                                 "model.hidden_size=512", "model.num_attention_heads=8",
+                                                 "model.ffn_hidden_size=2048"});
+    REQUIRE(s.num_microbatches() == 1);
+    REQUIRE(s.parallel.data == 8);
+    const Simulation sim = simulate(build_step_ir(s));
+    double total = 0;
+    for (double b : sim.network.link_bytes) total += b;
+    return total;
+  };
+  const double ddp = bytes(0), zero3 = bytes(3);
+  REQUIRE(ddp > 0);
+  CHECK(zero3 / ddp == Approx(1.5).epsilon(0.01));
+}
+
+namespace {
+// A layout that exercises every kind of call: TP with sequence parallelism, PP interleaved,
+// DP with the distributed optimizer, context parallelism, across two nodes.
+Scenario busy_layout() {
+  return load_inline(small_gpt(2), {"parallel.tensor=2", "parallel.pipeline=2", "parallel.context=2",
+                                    "parallel.sequence_parallel=true", "parallel.schedule=interleaved",
+                                    "parallel.virtual_pipeline_stages=2", "parallel.zero_stage=1",
+                                    "training.global_batch_size=16", "training.precision=fp16"});
+}
+
+void check_identical(const StepResult& a, const StepResult& b) {
+  REQUIRE(a.ops.size() == b.ops.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < a.ops.size(); ++i)
+    if (a.ops[i].rank != b.ops[i].rank || a.ops[i].op != b.ops[i].op || a.ops[i].start_us != b.ops[i].start_us ||
+        a.ops[i].end_us != b.ops[i].end_us)
+      ++differing;
+  CHECK(differing == 0);
+  nlohmann::json ja = summary_json(a), jb = summary_json(b);
+  for (auto* j : {&ja, &jb}) {
+    j->erase("sim_wall_s");
+    j->erase("wall_s");
+  }
+  CHECK(ja.dump() == jb.dump());
+}
+}  // namespace
+
+TEST_CASE("determinism: the same input gives bit-identical results", "[engine][determinism]") {
+  const Scenario s = busy_layout();
+  REQUIRE(s.parallel.data == 2);
+  const StepIR ir = build_step_ir(s);
+  const StepResult a = simulate(ir).result;
+  const StepResult b = simulate(ir).result;
+  check_identical(a, b);
+  CHECK(a.events > 0);
+
+  SECTION("an IR built on 4 threads simulates identically") {
+    check_identical(a, simulate(build_step_ir(s, 4)).result);
+  }
+  SECTION("simulations running on 4 threads at once are identical") {
+    std::vector<StepResult> rs(4);
+    std::vector<std::thread> pool;
+    for (size_t i = 0; i < rs.size(); ++i) pool.emplace_back([&, i] { rs[i] = simulate(ir).result; });
+    for (auto& t : pool) t.join();
+    for (const StepResult& r : rs) check_identical(a, r);
+  }
+}
