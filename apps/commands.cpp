@@ -7,6 +7,8 @@ std::span<const Command> commands() {
   static constexpr Command table[] = {
       {"inspect", "parameters, FLOPs, communication and memory per rank, from the IR alone", &run_inspect,
        "paralab inspect SCENARIO [--json] [--dump-ir FILE [--rank R]] [--set section.key=value ...]"},
+      {"simulate", "predicted step time, throughput, MFU, memory and breakdown on the modeled hardware", &run_simulate,
+       "paralab simulate SCENARIO [--json] [--trace FILE] [--set section.key=value ...]"},
       {"compare", "per-op and per-step error between a predicted and a measured result", &run_compare,
        "paralab compare PREDICTED MEASURED [--json] [--top N]"},
   };

@@ -1,0 +1,147 @@
+// paralab simulate — predicted step time, throughput, MFU, bubble, exposed communication and
+// memory of a scenario on its modeled hardware (sim/simulate.hpp), as a table, as JSON
+// (--json, the fields of DESIGN.md) and as a Chrome/Perfetto trace (--trace FILE).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+#include "ir/accounting.hpp"
+#include "ir/scenario_loader.hpp"
+#include "results/result_io.hpp"
+#include "sim/simulate.hpp"
+
+namespace paralab::cli {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const std::vector<OptionSpec> kOptions = {
+    {"--trace", true, "write a Chrome trace-event file (open it in Perfetto / chrome://tracing)"},
+    {"--help", false, "this help"},
+};
+
+std::string human(double x, const char* unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (std::abs(x) >= 1000 && i < 6) x /= 1000, ++i;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g %s%s", x, prefixes[i], unit);
+  return buf;
+}
+
+std::string seconds(double s) {
+  char buf[64];
+  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  return buf;
+}
+
+void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
+  const StepResult& r = sim.result;
+  const Scenario& sc = ir.scenario;
+  const auto& p = sc.parallel;
+  const double capacity = sc.topology.device.memory_gib * kGiB;
+  std::printf("scenario    %s (%s on %lld x %s, topology %s)\n", sc.name.c_str(),
+              sc.model.preset.empty() ? "custom model" : sc.model.preset.c_str(), (long long)r.world_size,
+              sc.topology.device.name.c_str(), sc.topology.name.c_str());
+  std::printf("layout      TP%lld PP%lld CP%lld DP%lld (v=%lld, %s, ZeRO-%lld, recompute %s, %s attention%s), "
+              "%lld micro-batches of %lld\n",
+              (long long)p.tensor, (long long)p.pipeline, (long long)p.context, (long long)p.data,
+              (long long)p.virtual_pipeline_stages, std::string(to_string(p.schedule)).c_str(), (long long)p.zero_stage,
+              std::string(to_string(sc.training.recompute)).c_str(),
+              std::string(to_string(sc.training.attention)).c_str(), p.sequence_parallel ? ", SP" : "",
+              (long long)sc.num_microbatches(), (long long)sc.training.micro_batch_size);
+  std::printf("step time   %s\n", seconds(r.step_time_s).c_str());
+  std::printf("throughput  %s tokens/s, %.1f model / %.1f hardware TFLOP/s per GPU, MFU %.1f %%\n",
+              human(r.tokens_per_s, "").c_str(), r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, 100 * r.mfu);
+  const Breakdown& b = r.breakdown;
+  double exposed = 0;
+  for (double x : b.exposed_comm_s) exposed += x;
+  std::printf("breakdown   compute %s, exposed communication %s, bubble %s (%.1f %% of the step)\n",
+              seconds(b.compute_s).c_str(), seconds(exposed).c_str(), seconds(b.bubble_s).c_str(),
+              100 * r.bubble_fraction);
+  std::printf("exposed     ");
+  for (int c = 0; c < kCommClasses; ++c)
+    std::printf("%s %s%s", std::string(to_string(static_cast<CommClass>(c))).c_str(),
+                seconds(b.exposed_comm_s[static_cast<size_t>(c)]).c_str(), c + 1 < kCommClasses ? ", " : "\n");
+  std::printf("memory      peak %.2f GiB of %.0f GiB per device: %s\n", r.peak_memory_gib,
+              sc.topology.device.memory_gib, r.fits_in_memory ? "fits" : "DOES NOT FIT");
+  if (r.oom_rank) {
+    const StepGraph& g = ir.graph_for(*r.oom_rank);
+    OpId op = 0;
+    for (const auto& m : sim.memory)
+      if (m.rank == *r.oom_rank) op = m.over_capacity_op;
+    std::printf("            rank %lld (stage %lld) exceeds %.0f GiB at t = %s, when %s starts\n",
+                (long long)*r.oom_rank, (long long)ir.layout.stage_of(*r.oom_rank), sc.topology.device.memory_gib,
+                seconds(r.oom_time_us * 1e-6).c_str(), op < g.ops.size() ? g.ops[op].full_name().c_str() : "?");
+  }
+  std::printf("simulated   %s: %s events (%s events/s), %s network calls; IR built in %s\n\n",
+              seconds(r.wall_s).c_str(), human(static_cast<double>(r.events), "").c_str(),
+              human(r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0, "").c_str(),
+              human(static_cast<double>(sim.network.calls), "").c_str(), seconds(ir_s).c_str());
+
+  // Per stage: the representative rank's breakdown over the step and its memory peak.
+  double t0 = 1e300, t1 = 0;
+  for (const OpTiming& t : r.ops) {
+    t0 = std::min(t0, t.start_us);
+    t1 = std::max(t1, t.end_us);
+  }
+  std::printf("%5s %6s | %10s %10s %10s %10s | %8s %8s %8s %8s %8s %8s | %10s %s\n", "stage", "rank", "compute",
+              "exp. comm", "bubble", "busy %", "weights", "grads", "optim", "activ", "buffers", "peak", "peak at",
+              "fits");
+  size_t begin = 0;
+  for (const auto& m : sim.memory) {
+    size_t end = begin;
+    while (end < r.ops.size() && r.ops[end].rank == m.rank) ++end;
+    const std::vector<OpTiming> mine(r.ops.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     r.ops.begin() + static_cast<std::ptrdiff_t>(end));
+    begin = end;
+    const Breakdown rb = rank_breakdown(ir, m.rank, mine, t0, t1);
+    double ex = 0;
+    for (double x : rb.exposed_comm_s) ex += x;
+    const double act = m.at_peak[static_cast<size_t>(MemCategory::activations)];
+    std::printf("%5lld %6lld | %10s %10s %10s %9.1f%% | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %10s %s\n",
+                (long long)m.stage, (long long)m.rank, seconds(rb.compute_s).c_str(), seconds(ex).c_str(),
+                seconds(rb.bubble_s).c_str(), r.step_time_s > 0 ? 100 * rb.compute_s / r.step_time_s : 0,
+                m.resident[static_cast<size_t>(MemCategory::weights)] / kGiB,
+                m.resident[static_cast<size_t>(MemCategory::grads)] / kGiB,
+                m.resident[static_cast<size_t>(MemCategory::optimizer)] / kGiB, act / kGiB,
+                (m.peak_transient - act) / kGiB, m.peak_total() / kGiB, seconds(m.peak_time_us * 1e-6).c_str(),
+                m.peak_total() <= capacity ? "yes" : "NO");
+  }
+}
+
+}  // namespace
+
+int run_simulate(int argc, char** argv) {
+  const Args a = parse(argc, argv, 1, kOptions);
+  if (a.flag("--help")) {
+    std::printf("usage: paralab simulate SCENARIO [options]\n%s", options_help(kOptions).c_str());
+    return 0;
+  }
+  if (a.positional.size() > 1) throw UsageError("one SCENARIO expected, got '" + a.positional[1] + "' too");
+  const Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepIR ir = build_step_ir(s);
+  const double ir_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const sim::Simulation sim = sim::simulate(ir);
+  // Everything is computed before anything is written: an error leaves no output file.
+  if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(sim.result, ir));
+  if (a.flag("--json")) {
+    nlohmann::json j = summary_json(sim.result);
+    j["ir_build_s"] = ir_s;
+    j["events_per_s"] = sim.result.wall_s > 0 ? static_cast<double>(sim.result.events) / sim.result.wall_s : 0.0;
+    j["network"] = {{"calls", sim.network.calls}, {"flows", sim.network.flows}, {"patterns", sim.network.patterns}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_table(sim, ir, ir_s);
+  }
+  return 0;
+}
+
+}  // namespace paralab::cli
