@@ -7,6 +7,8 @@ std::span<const Command> commands() {
   static constexpr Command table[] = {
       {"inspect", "parameters, FLOPs, communication and memory per rank, from the IR alone", &run_inspect,
        "paralab inspect SCENARIO [--json] [--dump-ir FILE [--rank R]] [--set section.key=value ...]"},
+      {"execute", "run the step for real (under mpirun, one rank per device): measured trace and summary", &run_execute,
+       "mpirun -np N paralab execute SCENARIO [--backend cpu|cuda] [--json] [--trace FILE] [--verify] [--watchdog S] [--steps N]"},
       {"simulate", "predicted step time, throughput, MFU, memory and breakdown on the modeled hardware", &run_simulate,
        "paralab simulate SCENARIO [--json] [--trace FILE] [--set section.key=value ...]"},
       {"compare", "per-op and per-step error between a predicted and a measured result", &run_compare,

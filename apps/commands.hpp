@@ -16,6 +16,7 @@ struct Command {
 std::span<const Command> commands();
 
 int run_inspect(int argc, char** argv);
+int run_execute(int argc, char** argv);
 int run_simulate(int argc, char** argv);
 int run_compare(int argc, char** argv);
 

@@ -1,0 +1,242 @@
+// paralab execute — run a scenario's training step for real: one process per modeled device
+// (`mpirun -np N paralab execute SCENARIO --backend cpu`), each running its rank's StepGraph on
+// the backend, with measured per-op timings and memory gathered to rank 0 and written in the
+// simulator's formats (--json summary, --trace Chrome trace with the same op ids).
+//
+// Failure handling (docs/executor.md): input errors are found before MPI starts and reported
+// once; a world size that does not match the layout is reported by every rank; any failure
+// during the run is printed with its rank and cause and ends every rank (MPI_Abort); outputs
+// are written by rank 0 only after every rank succeeded (and --verify passed).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+#include "exec/error.hpp"
+#include "exec/execute.hpp"
+#include "ir/enum_names.hpp"
+#include "ir/scenario_loader.hpp"
+#include "results/result_io.hpp"
+#if defined(PARALAB_EXEC_MPI)
+#include "exec/mpi/mpi_transport.hpp"
+#endif
+
+namespace paralab::cli {
+
+namespace {
+
+const std::vector<OptionSpec> kOptions = {
+    {"--backend", true, "cpu | cuda (default cpu)"},
+    {"--trace", true, "write a Chrome/Perfetto trace of the measured step to FILE"},
+    {"--verify", false, "check collectives, sampled ops against references, state and deadlock freedom"},
+    {"--watchdog", true, "seconds an op may wait for a dependency or a peer before the run fails (default 60)"},
+    {"--steps", true, "optimizer steps to run; the last one is measured (default 1)"},
+    {"--help", false, "this help"},
+};
+
+// The launcher's rank of this process before MPI starts (Open MPI, PMI, PMIx), or -1.
+int launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return -1;
+}
+int launcher_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return std::getenv("PMIX_RANK") ? 2 : 0;  // PMIx without a size variable: treat as a launch
+}
+
+// PARALAB_EXEC_FAULT="rank=1,action=kill|throw|hang|drop,op=<id>|<kind>[,step=S]" (tests only).
+exec::FaultInjection parse_fault(const char* spec) {
+  exec::FaultInjection f;
+  if (!spec || !*spec) return f;
+  std::string s = spec;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = s.find(',', pos);
+    const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError("PARALAB_EXEC_FAULT: '" + item + "' is not key=value");
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (k == "rank") f.rank = std::stoll(v);
+    else if (k == "step") f.step = std::stoll(v);
+    else if (k == "action") {
+      using A = exec::FaultInjection::Action;
+      f.action = v == "kill" ? A::kill : v == "throw" ? A::throw_error : v == "hang" ? A::hang : v == "drop" ? A::drop : A::none;
+      if (f.action == A::none) throw UsageError("PARALAB_EXEC_FAULT: action must be kill, throw, hang or drop");
+    } else if (k == "op") {
+      if (!v.empty() && std::isdigit(static_cast<unsigned char>(v[0]))) f.op = static_cast<OpId>(std::stoul(v));
+      else if (auto kind = op_kind_from_string(v)) f.kind = *kind;
+      else throw UsageError("PARALAB_EXEC_FAULT: op must be an op id or kind, got '" + v + "'");
+    } else {
+      throw UsageError("PARALAB_EXEC_FAULT: unknown key '" + k + "'");
+    }
+  }
+  if (f.rank < 0 || (!f.op && !f.kind)) throw UsageError("PARALAB_EXEC_FAULT needs rank= and op=");
+  return f;
+}
+
+double parse_positive(const std::string& opt, const std::string& v) {
+  double x = 0;
+  try {
+    size_t used = 0;
+    x = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+  } catch (const std::exception&) {
+    throw UsageError(opt + " needs a number, got '" + v + "'");
+  }
+  if (!(x > 0)) throw UsageError(opt + " must be > 0, got '" + v + "'");
+  return x;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+void print_table(const exec::ExecuteOutcome& out, const StepIR& ir, int64_t steps) {
+  const StepResult& r = out.result;
+  const Scenario& s = ir.scenario;
+  const auto& p = s.parallel;
+  std::printf("executed   %s on %lld ranks (backend %s, topology %s), %lld step%s measured the last\n", s.name.c_str(),
+              (long long)r.world_size, r.backend.c_str(), r.topology.c_str(), (long long)steps, steps > 1 ? "s," : ",");
+  std::printf("layout     TP%lld PP%lld CP%lld DP%lld (%s, ZeRO-%lld%s), %lld micro-batches of %lld x %lld tokens, %s\n",
+              (long long)p.tensor, (long long)p.pipeline, (long long)p.context, (long long)p.data,
+              std::string(to_string(p.schedule)).c_str(), (long long)p.zero_stage, p.sequence_parallel ? ", SP" : "",
+              (long long)s.num_microbatches(), (long long)s.training.micro_batch_size, (long long)s.model.seq_length,
+              std::string(to_string(s.training.precision)).c_str());
+  std::printf("step time  %.3f s   %.0f tokens/s   %.4f model TFLOP/s per rank   MFU %.1f%%   loss %.4f\n", r.step_time_s,
+              r.tokens_per_s, r.model_tflops_per_gpu, 100 * r.mfu, out.loss);
+  const auto& b = r.breakdown;
+  std::printf("breakdown  compute %.3f s, exposed comm", b.compute_s);
+  for (int c = 0; c < kCommClasses; ++c)
+    if (b.exposed_comm_s[static_cast<size_t>(c)] > 0)
+      std::printf(" %s %.3f s", std::string(to_string(static_cast<CommClass>(c))).c_str(), b.exposed_comm_s[static_cast<size_t>(c)]);
+  std::printf(", bubble %.3f s (%.1f%%)\n", b.bubble_s, 100 * r.bubble_fraction);
+  std::printf("memory     %5s %5s %10s %10s %10s %10s\n", "rank", "stage", "peak GiB", "resident", "transient", "RSS GiB");
+  for (const auto& rr : out.ranks)
+    std::printf("           %5lld %5lld %10.4f %10.4f %10.4f %10.4f\n", (long long)rr.rank, (long long)rr.stage,
+                rr.memory.peak_total() / kGiB, rr.memory.resident_total() / kGiB, rr.memory.peak_transient / kGiB,
+                rr.rss_peak_bytes / kGiB);
+  std::printf("ops        %lld executed, wall %.2f s\n", (long long)r.events, r.wall_s);
+}
+
+void print_verify(const exec::ExecuteOutcome& out, std::FILE* to) {
+  const exec::VerifyReport& v = out.verify;
+  std::fprintf(to, "verify     %s: %lld checks, %lld failed\n", out.verify_failed ? "FAILED" : "passed",
+               (long long)v.total(), (long long)v.failed());
+  for (const auto& [name, c] : v.categories)
+    std::fprintf(to, "           %-24s %6lld / %-6lld max error %.3g\n", name.c_str(), (long long)c.passed,
+                 (long long)c.total, c.max_error);
+  for (const auto& f : v.failures) std::fprintf(to, "  failure: %s\n", f.c_str());
+}
+
+}  // namespace
+
+int run_execute(int argc, char** argv) {
+  const int lrank = launcher_rank();
+  const bool quiet = lrank > 0;  // input errors: reported once, by rank 0
+  Args a;
+  Scenario s;
+  std::optional<StepIR> ir;
+  exec::ExecuteOptions opts;
+  try {
+    a = parse(argc, argv, 1, kOptions);
+    if (a.flag("--help")) {
+      if (!quiet)
+        std::printf("usage: mpirun -np N paralab execute SCENARIO [options]   (without mpirun: one rank)\n%s",
+                    options_help(kOptions).c_str());
+      return 0;
+    }
+    opts.backend = a.value("--backend").value_or("cpu");
+    if (opts.backend != "cpu" && opts.backend != "cuda")
+      throw UsageError("--backend must be cpu or cuda, got '" + opts.backend + "'");
+    opts.verify = a.flag("--verify");
+    if (auto w = a.value("--watchdog")) opts.watchdog_s = parse_positive("--watchdog", *w);
+    if (auto st = a.value("--steps")) {
+      const double n = parse_positive("--steps", *st);
+      if (n != std::floor(n)) throw UsageError("--steps needs a whole number, got '" + *st + "'");
+      opts.steps = static_cast<int64_t>(n);
+    }
+    opts.fault = parse_fault(std::getenv("PARALAB_EXEC_FAULT"));
+    s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
+    ir.emplace(build_step_ir(s));
+  } catch (const UsageError& e) {
+    if (!quiet) std::fprintf(stderr, "paralab execute: %s\nusage: paralab execute SCENARIO --backend cpu|cuda [options]\n", e.what());
+    return 2;
+  } catch (const ConfigError& e) {
+    if (!quiet) std::fprintf(stderr, "paralab execute: error: %s\n", e.what());
+    return 2;
+  }
+
+  // The world: MPI under a launcher, one rank otherwise.
+  std::unique_ptr<exec::Transport> world;
+  try {
+#if defined(PARALAB_EXEC_MPI)
+    if (launcher_size() > 0) world = exec::make_mpi_transport(&argc, &argv);
+#else
+    if (launcher_size() > 1)
+      throw exec::ExecError(lrank, "this paralab was built without MPI (PARALAB_HAVE_MPI off): it runs one rank only");
+#endif
+    if (!world) world = exec::make_self_transport();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paralab execute: error: %s\n", e.what());
+    return 1;
+  }
+  const int rank = world->rank();
+  const int64_t need = ir->layout.world();
+  if (world->size() != need) {
+    const auto& p = s.parallel;
+    std::fprintf(stderr,
+                 "paralab execute: rank %d: error: scenario '%s' needs %lld ranks (tensor %lld x pipeline %lld x context "
+                 "%lld x data %lld) but %d %s launched; run `mpirun -np %lld paralab execute %s ...`\n",
+                 rank, s.name.c_str(), (long long)need, (long long)p.tensor, (long long)p.pipeline, (long long)p.context,
+                 (long long)p.data, world->size(), world->size() == 1 ? "was" : "were", (long long)need, s.file.string().c_str());
+    world->finalize();
+    return 2;
+  }
+
+  exec::ExecuteOutcome out;
+  try {
+    out = exec::execute(*ir, *world, opts);
+  } catch (const std::exception& e) {
+    const auto* xe = dynamic_cast<const exec::ExecError*>(&e);
+    std::fprintf(stderr, "paralab execute: rank %lld: error: %s\n", xe ? (long long)xe->rank() : (long long)rank,
+                 xe ? xe->cause().c_str() : e.what());
+    std::fflush(stderr);
+    world->abort(1);  // every other rank ends now (MPI_Abort); one rank: nobody else to stop
+    return 1;
+  }
+
+  // Rank 0 writes the outputs, only now that every rank succeeded; all ranks learn the verdict.
+  int64_t status = 0;
+  if (out.root) {
+    try {
+      if (out.verified) print_verify(out, out.verify_failed ? stderr : (a.flag("--json") ? stderr : stdout));
+      if (out.verify_failed) {
+        std::fprintf(stderr, "paralab execute: verification failed; no results written\n");
+        status = 1;
+      } else {
+        if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(out.result, *ir));
+        if (a.flag("--json")) std::printf("%s\n", exec::outcome_json(out).dump(2).c_str());
+        else print_table(out, *ir, opts.steps);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paralab execute: rank 0: error: %s\n", e.what());
+      status = 1;
+    }
+    std::fflush(stdout);
+  }
+  if (out.verify_failed) status = 1;
+  try {
+    world->all_reduce(&status, 1, ReduceOp::max);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paralab execute: rank %d: error: %s\n", rank, e.what());
+    world->abort(1);
+    return 1;
+  }
+  world->finalize();
+  return static_cast<int>(status);
+}
+
+}  // namespace paralab::cli

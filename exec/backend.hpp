@@ -1,0 +1,73 @@
+// paralab exec — the backend interface: what the runtime needs from a device to run a rank's
+// StepGraph. The runtime (exec/runtime.hpp) owns scheduling (a worker thread per stream,
+// dependencies, memory events, the watchdog); a backend owns memory, the math of every op
+// kind, the communicators and the clock.
+//
+// Synchronous backends (cpu) return from run() when the op has finished; the runtime then
+// marks it done and releases dependents. Asynchronous backends (cuda) enqueue on a per-stream
+// queue and return; the runtime then calls wait_for() on a dependent's stream once the
+// dependency is issued (cudaStreamWaitEvent), and op_begin/op_end record events whose times
+// timings() resolves after the step. Buffer frees after an op are issued in stream order, so
+// stream-ordered allocators (cudaFreeAsync) keep them valid until the op completes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "exec/comm.hpp"
+#include "exec/plan.hpp"
+#include "results/step_result.hpp"
+
+namespace paralab::exec {
+
+// One op as the backend runs it: pointers of its views (the rank's shard offsets applied,
+// in the order of Op::reads / Op::writes), its resolved plan and how to wait.
+struct OpCall {
+  const Op& op;
+  const OpPlan& plan;
+  std::span<void* const> reads;
+  std::span<void* const> writes;
+  const WaitPolicy& wait;
+  int64_t step = 1;  // optimizer step number, from 1 (Adam's bias correction)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  [[nodiscard]] virtual bool synchronous() const = 0;
+
+  // Once per rank, on the main thread, before anything runs: communicators (collective over
+  // `world`: every rank creates plan.comms in order), streams, workspaces.
+  virtual void setup(const RankPlan& plan, Transport& world) = 0;
+  // The communicators created by setup, index = RankPlan::comms slot (null where this rank is
+  // not a member). Verification self-checks every one of them.
+  [[nodiscard]] virtual std::vector<GroupComm*> comms() = 0;
+
+  // Memory (thread-safe). Buffers are 64-byte aligned.
+  virtual void* allocate(int64_t bytes) = 0;
+  virtual void deallocate(void* p, int64_t bytes) = 0;
+  virtual void fill(void* p, const Buffer& b, const BufferPlan& how) = 0;
+  virtual void to_host(void* host, const void* p, int64_t bytes) = 0;
+  virtual void from_host(void* p, const void* host, int64_t bytes) = 0;
+
+  // Execution, called by the worker of `stream` in stream order.
+  virtual void wait_for(Stream stream, OpId dep) { (void)stream, (void)dep; }
+  virtual void run(Stream stream, const OpCall& call) = 0;
+
+  // Timing: begin_timing() sets the time origin (right after a world barrier); op times and
+  // now_us() are microseconds since it.
+  virtual void begin_timing() = 0;
+  virtual void op_begin(Stream stream, OpId op) = 0;
+  virtual void op_end(Stream stream, OpId op) = 0;
+  [[nodiscard]] virtual double now_us() const = 0;
+  // After the step (all streams drained): start/end of every op run since begin_timing().
+  virtual void timings(int64_t rank, std::vector<OpTiming>& out) = 0;
+  // Waits until everything issued on every stream has finished.
+  virtual void synchronize() = 0;
+};
+
+}  // namespace paralab::exec

@@ -1,0 +1,204 @@
+// paralab exec — the execute driver: plan, check, run, gather.
+#include "exec/execute.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "exec/backends.hpp"
+#include "exec/error.hpp"
+#include "ir/accounting.hpp"
+#include "results/result_io.hpp"
+
+namespace paralab::exec {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024.0;
+  return 0;  // unknown
+}
+
+double rss_peak_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux: kilobytes
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+nlohmann::json memory_json(const MemoryStats& m) {
+  return {{"resident", m.resident},
+          {"at_peak", m.at_peak},
+          {"peak_transient", m.peak_transient},
+          {"peak_time_us", m.peak_time_us},
+          {"peak_op", m.peak_op}};
+}
+
+MemoryStats memory_from_json(const nlohmann::json& j) {
+  MemoryStats m;
+  m.resident = j.at("resident").get<std::array<double, kMemCategories>>();
+  m.at_peak = j.at("at_peak").get<std::array<double, kMemCategories>>();
+  m.peak_transient = j.at("peak_transient").get<double>();
+  m.peak_time_us = j.at("peak_time_us").get<double>();
+  m.peak_op = j.at("peak_op").get<OpId>();
+  return m;
+}
+
+}  // namespace
+
+double planned_peak_bytes(const StepIR& ir, int64_t rank) {
+  return replay_memory(ir.graph_for(rank)).peak_total();
+}
+
+ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions& opts) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const int64_t rank = world.rank();
+  if (world.size() != ir.layout.world())
+    throw ExecError(rank, "the scenario's layout has " + std::to_string(ir.layout.world()) + " ranks but " +
+                              std::to_string(world.size()) + " processes were launched");
+
+  // Memory: the IR's peak for every rank on this host must fit in what the host has free.
+  {
+    const double need = planned_peak_bytes(ir, rank) * world.local_size();
+    const double avail = mem_available_bytes();
+    int64_t bad = avail > 0 && need > 0.9 * avail ? 1 : 0;
+    world.all_reduce(&bad, 1, ReduceOp::max);
+    if (bad)
+      throw ExecError(rank, "the step needs about " + gib(planned_peak_bytes(ir, rank)) + " per rank (" +
+                                std::to_string(world.local_size()) + " ranks on this host: " + gib(need) +
+                                ") but the host has " + gib(avail) + " available (or another rank's host is short); "
+                                "use a smaller model, batch or sequence");
+  }
+
+  const RankPlan plan = plan_rank(ir, rank, opts.verify);
+  std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
+  backend->setup(plan, world);
+  const std::vector<GroupComm*> comms = backend->comms();
+  check_collective_sequences(plan, comms);
+
+  VerifyReport report;
+  if (opts.verify) check_collectives(*backend, plan, comms, opts.watchdog_s, report);
+  std::unique_ptr<OpChecker> checker;
+  RuntimeOptions ro;
+  ro.watchdog_s = opts.watchdog_s;
+  ro.fault = opts.fault;
+  if (opts.verify) {
+    checker = std::make_unique<OpChecker>(plan, *backend);
+    ro.observer = checker.get();
+  }
+
+  StepRun run;
+  {
+    Runtime rt(plan, *backend, world, ro);
+    rt.initialize();
+    for (int64_t step = 1; step <= std::max<int64_t>(opts.steps, 1); ++step) run = rt.run_step(step);
+    if (opts.verify) {
+      report.merge(checker->report());
+      check_after_step(rt, *backend, plan, comms, report);
+    }
+  }
+
+  // Everything every rank measured goes to rank 0.
+  nlohmann::json blob;
+  blob["rank"] = rank;
+  blob["stage"] = plan.graph->stage;
+  std::vector<double> ops;
+  ops.reserve(run.ops.size() * 3);
+  for (const OpTiming& t : run.ops) {
+    ops.push_back(static_cast<double>(t.op));
+    ops.push_back(t.start_us);
+    ops.push_back(t.end_us);
+  }
+  blob["ops"] = ops;
+  blob["memory"] = memory_json(run.memory);
+  blob["rss"] = rss_peak_bytes();
+  blob["ops_run"] = run.ops_run;
+  // The loss is computed identically on every tensor-parallel rank: count it once.
+  blob["loss_sum"] = plan.coord.tp == 0 ? run.loss_sum : 0.0;
+  blob["loss_tokens"] = plan.coord.tp == 0 ? run.loss_tokens : 0;
+  if (opts.verify) blob["verify"] = report.to_json();
+  std::vector<uint8_t> cbor = nlohmann::json::to_cbor(blob);
+  const std::vector<std::string> all = world.gather_to_root(std::string(cbor.begin(), cbor.end()));
+
+  ExecuteOutcome out;
+  out.verified = opts.verify;
+  int64_t vfail = opts.verify && report.failed() > 0 ? 1 : 0;
+  world.all_reduce(&vfail, 1, ReduceOp::max);
+  out.verify_failed = vfail != 0;
+  if (rank != 0) return out;
+
+  out.root = true;
+  StepResult& r = out.result;
+  r.kind = "measured";
+  r.backend = opts.backend;
+  double loss_sum = 0;
+  int64_t loss_tokens = 0;
+  for (const std::string& s : all) {
+    const nlohmann::json j = nlohmann::json::from_cbor(std::vector<uint8_t>(s.begin(), s.end()));
+    RankReport rr;
+    rr.rank = j.at("rank").get<int64_t>();
+    rr.stage = j.at("stage").get<int64_t>();
+    rr.memory = memory_from_json(j.at("memory"));
+    rr.rss_peak_bytes = j.at("rss").get<double>();
+    rr.ops_run = j.at("ops_run").get<int64_t>();
+    const auto o = j.at("ops").get<std::vector<double>>();
+    for (size_t i = 0; i + 2 < o.size(); i += 3) r.ops.push_back({rr.rank, static_cast<OpId>(o[i]), o[i + 1], o[i + 2]});
+    RankStats st;
+    st.rank = rr.rank;
+    st.stage = rr.stage;
+    st.peak_memory_bytes = rr.memory.peak_total();
+    st.peak_time_us = rr.memory.peak_time_us;
+    st.peak_op = rr.memory.peak_op;
+    r.ranks.push_back(st);
+    r.events += rr.ops_run;
+    loss_sum += j.at("loss_sum").get<double>();
+    loss_tokens += j.at("loss_tokens").get<int64_t>();
+    if (j.contains("verify")) out.verify.merge(VerifyReport::from_json(j["verify"]));
+    out.ranks.push_back(rr);
+  }
+  out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
+  finalize(r, ir);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  return out;
+}
+
+nlohmann::json outcome_json(const ExecuteOutcome& out) {
+  nlohmann::json j = summary_json(out.result);
+  j["loss"] = out.loss;
+  for (auto& rj : j["ranks"]) {
+    for (const RankReport& rr : out.ranks) {
+      if (rr.rank != rj["rank"].get<int64_t>()) continue;
+      nlohmann::json res, peak;
+      for (int c = 0; c < kMemCategories; ++c) {
+        const std::string name(to_string(static_cast<MemCategory>(c)));
+        res[name] = rr.memory.resident[static_cast<size_t>(c)] / kGiB;
+        peak[name] = rr.memory.at_peak[static_cast<size_t>(c)] / kGiB;
+      }
+      rj["resident_gib"] = res;
+      rj["transient_at_peak_gib"] = peak;
+      rj["rss_peak_gib"] = rr.rss_peak_bytes / kGiB;
+      rj["ops_run"] = rr.ops_run;
+    }
+  }
+  if (out.verified) {
+    j["verify"] = out.verify.to_json();
+    j["verify"]["passed"] = !out.verify_failed;
+  }
+  return j;
+}
+
+}  // namespace paralab::exec

@@ -1,0 +1,52 @@
+// paralab exec — one `paralab execute` run on this process: plan the rank, create the backend
+// and its communicators, (verify), run the step(s), gather every rank's measurements to rank 0
+// and turn them into the shared StepResult (results/step_result.hpp). Collective over the
+// Transport's world; throws ExecError (naming the rank) on any failure.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/comm.hpp"
+#include "exec/runtime.hpp"
+#include "exec/verify.hpp"
+#include "results/step_result.hpp"
+
+namespace paralab::exec {
+
+struct ExecuteOptions {
+  std::string backend = "cpu";
+  bool verify = false;
+  double watchdog_s = 60;
+  int64_t steps = 1;  // optimizer steps run; the last one is measured
+  FaultInjection fault;
+};
+
+struct RankReport {
+  int64_t rank = 0, stage = 0;
+  MemoryStats memory;
+  double rss_peak_bytes = 0;  // process resident-set high-water mark (getrusage)
+  int64_t ops_run = 0;
+};
+
+struct ExecuteOutcome {
+  bool root = false;          // rank 0: the fields below are filled
+  StepResult result;          // measured, finalized
+  std::vector<RankReport> ranks;
+  double loss = 0;            // mean per-token training loss of the measured step
+  bool verified = false;
+  VerifyReport verify;        // merged over ranks
+  bool verify_failed = false; // on every rank
+};
+
+ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions& opts);
+
+// Memory the IR says rank `rank` needs at its peak (bytes), for the pre-run check.
+double planned_peak_bytes(const StepIR& ir, int64_t rank);
+
+// The summary JSON of an outcome: results/result_io.hpp's fields plus the executor's extras
+// (loss, per-rank memory by category and process RSS, verification).
+nlohmann::json outcome_json(const ExecuteOutcome& out);
+
+}  // namespace paralab::exec

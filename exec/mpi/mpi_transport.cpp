@@ -1,0 +1,286 @@
+// paralab exec — MPI transport and group communicators.
+#include "exec/mpi/mpi_transport.hpp"
+
+#include <mpi.h>
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "exec/error.hpp"
+#include "kernels/dtype.hpp"
+
+namespace paralab::exec {
+
+namespace {
+
+int world_rank_or_minus1() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin) return -1;
+  int r = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// ---- 16-bit floating types: MPI has none, so a 2-byte type with user reduction ops --------
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool kMax>
+void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = Load(a[i]), y = Load(b[i]);
+    b[i] = Store(kMax ? (x > y || x != x ? x : y) : x + y);
+  }
+}
+
+struct MpiTypes {
+  MPI_Datatype half16 = MPI_DATATYPE_NULL;  // bf16 and f16 storage (2 bytes)
+  MPI_Op bf16_sum = MPI_OP_NULL, bf16_max = MPI_OP_NULL, f16_sum = MPI_OP_NULL, f16_max = MPI_OP_NULL;
+  int tag_ub = 32767;
+
+  void create() {
+    PARALAB_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half16));
+    PARALAB_MPI_CHECK(MPI_Type_commit(&half16));
+    using kernels::bf16_bits_to_f32;
+    using kernels::f16_bits_to_f32;
+    using kernels::f32_to_bf16_bits;
+    using kernels::f32_to_f16_bits;
+    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<bf16_bits_to_f32, f32_to_bf16_bits, false>, 1, &bf16_sum));
+    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<bf16_bits_to_f32, f32_to_bf16_bits, true>, 1, &bf16_max));
+    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<f16_bits_to_f32, f32_to_f16_bits, false>, 1, &f16_sum));
+    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<f16_bits_to_f32, f32_to_f16_bits, true>, 1, &f16_max));
+    void* attr = nullptr;
+    int flag = 0;
+    PARALAB_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attr, &flag));
+    if (flag && attr) tag_ub = *static_cast<int*>(attr);
+  }
+  void destroy() {
+    for (MPI_Op* op : {&bf16_sum, &bf16_max, &f16_sum, &f16_max})
+      if (*op != MPI_OP_NULL) MPI_Op_free(op);
+    if (half16 != MPI_DATATYPE_NULL) MPI_Type_free(&half16);
+  }
+  [[nodiscard]] MPI_Datatype type(DType t) const {
+    switch (t) {
+      case DType::f32: return MPI_FLOAT;
+      case DType::i32: return MPI_INT32_T;
+      case DType::bf16:
+      case DType::f16: return half16;
+      case DType::fp8:
+      case DType::u8: return MPI_UINT8_T;
+    }
+    return MPI_BYTE;
+  }
+  [[nodiscard]] MPI_Op op(DType t, ReduceOp r) const {
+    switch (t) {
+      case DType::bf16: return r == ReduceOp::sum ? bf16_sum : bf16_max;
+      case DType::f16: return r == ReduceOp::sum ? f16_sum : f16_max;
+      default: return r == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+    }
+  }
+};
+
+int to_int_count(int64_t n, const char* what) {
+  if (n < 0 || n > INT_MAX)
+    throw ExecError(world_rank_or_minus1(), std::string(what) + ": " + std::to_string(n) +
+                                                " elements exceed MPI's int count limit");
+  return static_cast<int>(n);
+}
+
+// Polls requests to completion: a short spin with sched_yield (latency), then sleeps growing to
+// 100 us (so an oversubscribed host gives the cores to compute), calling the wait policy.
+void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int spins = 0;
+  int64_t sleep_us = 1;
+  for (;;) {
+    int done = 0;
+    PARALAB_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+    if (done) return;
+    if (++spins < 200) {
+      sched_yield();
+      if (spins % 32 != 0) continue;
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      sleep_us = std::min<int64_t>(sleep_us * 2, 100);
+    }
+    w.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
+class MpiComm final : public GroupComm {
+ public:
+  MpiComm(MPI_Comm c, const MpiTypes& types, std::vector<int64_t> members, std::string label)
+      : comm_(c), types_(types), members_(std::move(members)), label_(std::move(label)) {
+    PARALAB_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    PARALAB_MPI_CHECK(MPI_Comm_rank(comm_, &index_));
+    PARALAB_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  }
+  ~MpiComm() override {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  [[nodiscard]] int size() const override { return size_; }
+  [[nodiscard]] int index() const override { return index_; }
+  [[nodiscard]] const std::vector<int64_t>& members() const override { return members_; }
+  [[nodiscard]] const std::string& label() const override { return label_; }
+
+  void all_reduce(const void* send, void* recv, int64_t count, DType t, ReduceOp op, const WaitPolicy& w) override {
+    MPI_Request r;
+    PARALAB_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, to_int_count(count, "all_reduce"),
+                                     types_.type(t), types_.op(t, op), comm_, &r));
+    wait_all(1, &r, w);
+  }
+  void all_gather(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
+    MPI_Request r;
+    const bool in_place = send == static_cast<const char*>(recv) + index_ * count * bytes_of(t);
+    const int n = to_int_count(count, "all_gather");
+    if (in_place)
+      PARALAB_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, types_.type(t), comm_, &r));
+    else
+      PARALAB_MPI_CHECK(MPI_Iallgather(send, n, types_.type(t), recv, n, types_.type(t), comm_, &r));
+    wait_all(1, &r, w);
+  }
+  void reduce_scatter(const void* send, void* recv, int64_t count, DType t, ReduceOp op, const WaitPolicy& w) override {
+    MPI_Request r;
+    PARALAB_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, to_int_count(count, "reduce_scatter"), types_.type(t),
+                                                types_.op(t, op), comm_, &r));
+    wait_all(1, &r, w);
+  }
+  void all_to_all(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
+    MPI_Request r;
+    const int n = to_int_count(count, "all_to_all");
+    PARALAB_MPI_CHECK(MPI_Ialltoall(send, n, types_.type(t), recv, n, types_.type(t), comm_, &r));
+    wait_all(1, &r, w);
+  }
+  void broadcast(void* buf, int64_t count, DType t, int root, const WaitPolicy& w) override {
+    MPI_Request r;
+    PARALAB_MPI_CHECK(MPI_Ibcast(buf, to_int_count(count, "broadcast"), types_.type(t), root, comm_, &r));
+    wait_all(1, &r, w);
+  }
+  void send_recv(const void* send, int64_t send_bytes, int to, void* recv, int64_t recv_bytes, int from,
+                 uint32_t tag, const WaitPolicy& w) override {
+    MPI_Request r[2];
+    int n = 0;
+    const int mtag = static_cast<int>(tag % (static_cast<uint32_t>(types_.tag_ub) + 1u));
+    if (from >= 0)
+      PARALAB_MPI_CHECK(MPI_Irecv(recv, to_int_count(recv_bytes, "recv"), MPI_BYTE, from, mtag, comm_, &r[n++]));
+    if (to >= 0)
+      PARALAB_MPI_CHECK(MPI_Isend(send, to_int_count(send_bytes, "send"), MPI_BYTE, to, mtag, comm_, &r[n++]));
+    if (n) wait_all(n, r, w);
+  }
+  void control_all_reduce(int64_t* values, int n, ReduceOp op) override {
+    PARALAB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT64_T, op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_));
+  }
+
+ private:
+  MPI_Comm comm_;
+  const MpiTypes& types_;
+  int size_ = 0, index_ = 0;
+  std::vector<int64_t> members_;
+  std::string label_;
+};
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport(int* argc, char*** argv) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) {
+      int provided = 0;
+      if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+        throw ExecError(-1, "MPI_Init_thread failed");
+      owns_ = true;
+      if (provided < MPI_THREAD_MULTIPLE) {
+        int r = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        throw ExecError(r, "the MPI library does not provide MPI_THREAD_MULTIPLE (got level " +
+                               std::to_string(provided) + "); the executor runs streams on threads");
+      }
+    }
+    PARALAB_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    PARALAB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    PARALAB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    MPI_Comm local;
+    PARALAB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+    PARALAB_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+    PARALAB_MPI_CHECK(MPI_Comm_free(&local));
+    types_.create();
+  }
+  ~MpiTransport() override { finalize(); }
+
+  [[nodiscard]] int rank() const override { return rank_; }
+  [[nodiscard]] int size() const override { return size_; }
+  [[nodiscard]] std::string name() const override { return "mpi"; }
+  [[nodiscard]] int local_size() const override { return local_size_; }
+  void barrier() override { PARALAB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+  std::unique_ptr<GroupComm> split(int color, int key, std::vector<int64_t> members, std::string label) override {
+    MPI_Comm c = MPI_COMM_NULL;
+    PARALAB_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &c));
+    if (c == MPI_COMM_NULL) return nullptr;
+    auto comm = std::make_unique<MpiComm>(c, types_, std::move(members), std::move(label));
+    if (comm->size() != static_cast<int>(comm->members().size()))
+      throw ExecError(rank_, "communicator " + comm->label() + " has " + std::to_string(comm->size()) +
+                                 " members, the layout says " + std::to_string(comm->members().size()));
+    return comm;
+  }
+
+  void all_reduce(int64_t* values, int n, ReduceOp op) override {
+    PARALAB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT64_T, op == ReduceOp::sum ? MPI_SUM : MPI_MAX,
+                                    MPI_COMM_WORLD));
+  }
+
+  std::vector<std::string> gather_to_root(const std::string& blob) override {
+    const int len = to_int_count(static_cast<int64_t>(blob.size()), "gather");
+    std::vector<int> lens(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+    PARALAB_MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+    std::vector<int> displs(lens.size());
+    int64_t total = 0;
+    for (size_t i = 0; i < lens.size(); ++i) {
+      displs[i] = static_cast<int>(total);
+      total += lens[i];
+    }
+    std::string all(static_cast<size_t>(to_int_count(total, "gather")), '\0');
+    PARALAB_MPI_CHECK(MPI_Gatherv(blob.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                                  MPI_COMM_WORLD));
+    std::vector<std::string> out;
+    for (size_t i = 0; i < lens.size(); ++i) out.push_back(all.substr(static_cast<size_t>(displs[i]), static_cast<size_t>(lens[i])));
+    return out;
+  }
+
+  void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
+
+  void finalize() override {
+    if (!owns_ || finalized_) return;
+    finalized_ = true;
+    types_.destroy();
+    MPI_Finalize();
+  }
+
+ private:
+  bool owns_ = false, finalized_ = false;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
+  MpiTypes types_;
+};
+
+}  // namespace
+
+void mpi_check(int rc, const char* expr, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw ExecError(world_rank_or_minus1(),
+                  std::string("MPI call `") + expr + "` failed at " + file + ":" + std::to_string(line) + ": " + msg);
+}
+
+std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv) {
+  return std::make_unique<MpiTransport>(argc, argv);
+}
+
+}  // namespace paralab::exec

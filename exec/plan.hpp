@@ -1,0 +1,109 @@
+// paralab exec — what one rank runs, resolved from the IR once before the step: the stage
+// graph, each op's views with the IR's sharding conventions applied (ZeRO shards, Megatron's
+// pipeline slices), its group, position and peers, the communicators the whole job needs (one
+// per group kind and stream for collectives, one per group kind for transfers), and how each
+// buffer's contents are initialized (seeded random data, zeros, token ids). Backend-neutral.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/step_ir.hpp"
+
+namespace paralab::exec {
+
+// A TensorRef with the rank's offset applied (elements into the buffer).
+struct ResolvedRef {
+  BufferId buffer = 0;
+  int64_t offset = 0;
+  int64_t numel = 0;
+  DType dtype = DType::f32;
+};
+
+// A communicator the job creates: collectives get one per (group kind, stream) so that streams
+// running concurrently never interleave collectives on one communicator; point-to-point
+// transfers of a group kind share one (they are matched by tag, and a pipeline send and its
+// receive run on different streams).
+struct CommKey {
+  GroupKind group = GroupKind::tp;
+  Stream stream = Stream::compute;  // collectives only
+  bool p2p = false;
+  bool operator==(const CommKey&) const = default;
+  [[nodiscard]] std::string label() const;
+};
+
+struct OpPlan {
+  std::vector<ResolvedRef> reads, writes;
+  // Which outputs accumulate (gradients: weight/bias/norm/embedding grads, partial sums).
+  std::vector<bool> accumulates;
+  // Communication: the group (world ranks in group order), this rank's position, peers as
+  // positions in the group (-1 = none), and the communicator slot (index into RankPlan::comms).
+  std::vector<int64_t> group;
+  int index = 0;
+  int send_to = -1, recv_from = -1;
+  int comm = -1;
+};
+
+enum class Fill : uint8_t {
+  none,       // written before it is read
+  zero,       // accumulators (gradients, partial sums) and resident gradients (zero_grad)
+  weights,    // uniform with std 0.02 (Megatron's init_method_std), same on data-parallel replicas
+  moment1,    // Adam exp_avg / SGD momentum: uniform +-1e-3
+  moment2,    // Adam exp_avg_sq: uniform in [1e-8, 1e-6] (positive)
+  token_ids,  // int32 in [0, vocab): the same on the tensor-parallel ranks of a micro-batch
+  poison,     // --verify: NaN, so a read of unwritten memory shows up as NaN downstream
+};
+
+struct BufferPlan {
+  Fill fill = Fill::none;
+  uint64_t key = 0;            // seed of the counter-based generator
+  int64_t global_offset = 0;   // element index of element 0 in the unsharded tensor
+  int64_t vocab = 0;           // token_ids: exclusive upper bound
+};
+
+struct RankPlan {
+  const StepIR* ir = nullptr;
+  const StepGraph* graph = nullptr;
+  int64_t rank = 0;
+  Coord coord;
+  int64_t dp_index = 0, dp_size = 1;  // position in the gradient-reduction (dp x cp) group
+  std::vector<OpPlan> ops;            // index = OpId
+  std::vector<BufferPlan> buffers;    // index = BufferId
+  std::vector<CommKey> comms;         // every communicator of the job, in creation order
+  std::array<bool, kStreams> stream_used{};
+  // Norm weights (gamma) inside resident weight buffers: initialized near 1, not 0.02.
+  std::vector<ResolvedRef> norm_gammas;
+  // Mixed precision: master (fp32) buffer b starts as a copy of weights[src] from src_offset.
+  struct MasterCopy {
+    BufferId master = 0, weights = 0;
+    int64_t weights_offset = 0;
+  };
+  std::vector<MasterCopy> master_copies;
+};
+
+// Builds rank `rank`'s plan. `seed` is the training seed; `poison` marks unwritten buffers NaN.
+RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison);
+
+// Every communicator the job needs (union over the stages), in a fixed order.
+std::vector<CommKey> job_comms(const StepIR& ir);
+
+// Whether output `w` of `op` accumulates into its view (main-grad accumulation, partial sums).
+bool accumulating_write(const Op& op, size_t w);
+
+// The element shift of a view under the IR's sharding conventions (docs/ir.md): ZeRO shards
+// are named by rank 0's view and rank i's is i*shard further; with Megatron's scatter/gather
+// pipeline transfers, tensor-parallel rank i sends slice i.
+int64_t view_shift(const StepIR& ir, const StepGraph& g, const Op& op, const TensorRef& t, bool is_read, int64_t rank);
+
+// 64-bit mixing (splitmix64 finalizer) and a key from parts, for seeds.
+uint64_t mix64(uint64_t x);
+uint64_t seed_key(std::initializer_list<uint64_t> parts);
+uint64_t hash_string(std::string_view s);
+
+// "L3.mb1.fwd.qkv (op 57, compute)".
+std::string op_label(const Op& op);
+
+}  // namespace paralab::exec

@@ -1,0 +1,399 @@
+// paralab exec — stream workers, dependencies, memory events, watchdog.
+#include "exec/runtime.hpp"
+
+#include <csignal>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "exec/error.hpp"
+#include "ir/enum_names.hpp"
+#include "ir/error.hpp"
+
+namespace paralab::exec {
+
+double MemoryStats::resident_total() const {
+  double t = 0;
+  for (double x : resident) t += x;
+  return t;
+}
+
+namespace {
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+std::string ranks_list(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+}  // namespace
+
+// The wait policy of one communication op: gives up when another stream failed, or with a
+// watchdog report when the op has waited too long for its peers.
+class Runtime::OpWait final : public WaitPolicy {
+ public:
+  OpWait(const Runtime& rt, const Op& op) : rt_(rt), op_(op) {}
+  void check(double waited_s) const override {
+    rt_.check_cancel();
+    if (waited_s > rt_.opts_.watchdog_s)
+      throw WatchdogError(rt_.plan_.rank, "watchdog: op " + op_label(op_) + " waited " + seconds(waited_s) + " for " +
+                                              rt_.describe_comm(op_) + "; " + rt_.describe_streams());
+  }
+
+ private:
+  const Runtime& rt_;
+  const Op& op_;
+};
+
+Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, RuntimeOptions opts)
+    : plan_(plan),
+      g_(*plan.graph),
+      backend_(backend),
+      world_(world),
+      opts_(opts),
+      ptr_(plan.graph->buffers.size()),
+      state_(plan.graph->ops.size()) {
+  for (auto& p : ptr_) p.store(nullptr);
+  const FaultInjection& f = opts_.fault;
+  if (f.action != FaultInjection::Action::none && f.rank == plan_.rank) {
+    if (f.op && *f.op < g_.ops.size()) fault_op_ = *f.op;
+    for (const Op& op : g_.ops)
+      if (!fault_op_ && f.kind && op.kind == *f.kind) fault_op_ = op.id;
+    if (!fault_op_)
+      throw ExecError(plan_.rank, "fault injection: no op " +
+                                      (f.op ? std::to_string(*f.op) : "of kind " + std::string(enum_to_string(*f.kind))) +
+                                      " on this rank");
+  }
+}
+
+Runtime::~Runtime() {
+  if (leak_) return;
+  for (BufferId b = 0; b < ptr_.size(); ++b)
+    if (void* p = ptr_[b].load()) backend_.deallocate(p, g_.buffers[b].bytes());
+}
+
+void Runtime::initialize() {
+  for (BufferId b = 0; b < g_.buffers.size(); ++b) {
+    const Buffer& buf = g_.buffers[b];
+    if (!buf.resident) continue;
+    void* p = backend_.allocate(buf.bytes());
+    ptr_[b].store(p);
+    backend_.fill(p, buf, plan_.buffers[b]);
+    mem_.resident[static_cast<size_t>(buf.category)] += static_cast<double>(buf.bytes());
+  }
+  // Norm gains near 1 (Megatron initializes them to 1), so activations keep their scale.
+  for (const ResolvedRef& r : plan_.norm_gammas) {
+    const Buffer& buf = g_.buffers[r.buffer];
+    std::vector<float> v(static_cast<size_t>(r.numel));
+    for (int64_t i = 0; i < r.numel; ++i)
+      v[static_cast<size_t>(i)] = 1.0f + 0.05f * static_cast<float>((mix64(static_cast<uint64_t>(r.offset + i)) >> 40) / 16777216.0 - 0.5);
+    std::vector<uint8_t> bytes(static_cast<size_t>(r.numel * bytes_of(buf.dtype)));
+    for (int64_t i = 0; i < r.numel; ++i) {
+      const float x = v[static_cast<size_t>(i)];
+      if (buf.dtype == DType::f32) std::memcpy(bytes.data() + 4 * i, &x, 4);
+      else {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        const uint16_t h = buf.dtype == DType::bf16 ? static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)
+                                                    : static_cast<uint16_t>(0x3c00);  // f16: 1.0
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    backend_.from_host(static_cast<char*>(ptr_[r.buffer].load()) + r.offset * bytes_of(buf.dtype), bytes.data(),
+                       static_cast<int64_t>(bytes.size()));
+  }
+  // Mixed precision: the fp32 master copy starts equal to the (rounded) model weights.
+  for (const auto& mc : plan_.master_copies) {
+    const Buffer& m = g_.buffers[mc.master];
+    const Buffer& w = g_.buffers[mc.weights];
+    std::vector<uint8_t> wb(static_cast<size_t>(m.elements * bytes_of(w.dtype)));
+    backend_.to_host(wb.data(), static_cast<const char*>(ptr_[mc.weights].load()) + mc.weights_offset * bytes_of(w.dtype),
+                     static_cast<int64_t>(wb.size()));
+    std::vector<float> f(static_cast<size_t>(m.elements));
+    for (int64_t i = 0; i < m.elements; ++i) {
+      if (w.dtype == DType::f32) {
+        std::memcpy(&f[static_cast<size_t>(i)], wb.data() + 4 * i, 4);
+        continue;
+      }
+      uint16_t h;
+      std::memcpy(&h, wb.data() + 2 * i, 2);
+      if (w.dtype == DType::bf16) {
+        const uint32_t u = static_cast<uint32_t>(h) << 16;
+        std::memcpy(&f[static_cast<size_t>(i)], &u, 4);
+      } else {  // f16 -> f32 (normal numbers and zero; init values are normal)
+        const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+        const uint32_t u = e == 0 ? sign : sign | ((e + 112u) << 23) | (mant << 13);
+        std::memcpy(&f[static_cast<size_t>(i)], &u, 4);
+      }
+    }
+    backend_.from_host(ptr_[mc.master].load(), f.data(), m.elements * 4);
+  }
+}
+
+std::vector<uint8_t> Runtime::read_buffer(BufferId b) const {
+  const void* p = ptr_.at(b).load();
+  if (!p) throw InternalError("Runtime::read_buffer: buffer '" + g_.buffers[b].name + "' is not live");
+  std::vector<uint8_t> out(static_cast<size_t>(g_.buffers[b].bytes()));
+  backend_.to_host(out.data(), p, static_cast<int64_t>(out.size()));
+  return out;
+}
+
+void Runtime::check_cancel() const {
+  if (failed_.load(std::memory_order_acquire)) throw Cancelled();
+}
+
+void Runtime::fail(const std::string& message, bool watchdog) {
+  {
+    std::lock_guard lk(mu_);
+    if (!failed_.load()) {
+      error_ = message;
+      error_is_watchdog_ = watchdog;
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  cv_.notify_all();
+}
+
+std::string Runtime::describe_comm(const Op& op) const {
+  const OpPlan& o = plan_.ops[op.id];
+  std::string group_ranks = ranks_list(o.group);
+  if (const auto* c = op.collective()) {
+    return std::string(to_string(c->kind)) + "(" + std::string(to_string(c->op)) + ") of " + std::to_string(c->bytes) +
+           " B over the " + std::string(to_string(c->group)) + " group " + group_ranks + " (tag " + std::to_string(c->tag) + ")";
+  }
+  if (const auto* p = op.p2p()) {
+    std::string out;
+    if (o.recv_from >= 0)
+      out += "recv of " + std::to_string(p->bytes) + " B from rank " + std::to_string(o.group[static_cast<size_t>(o.recv_from)]);
+    if (o.send_to >= 0)
+      out += std::string(out.empty() ? "" : " and ") + "send of " + std::to_string(p->bytes) + " B to rank " +
+             std::to_string(o.group[static_cast<size_t>(o.send_to)]);
+    return out + " (" + std::string(to_string(p->group)) + " group, tag " + std::to_string(p->tag) + ")";
+  }
+  return "nothing";
+}
+
+std::string Runtime::describe_op_state(OpId id) const {
+  const Op& op = g_.op(id);
+  const StreamState& st = streams_[static_cast<size_t>(op.stream)];
+  const uint8_t s = state_[id].load();
+  if (s == 2) return "finished";
+  if (s == 1) return "issued";
+  const OpId cur = st.current.load();
+  const auto phase = static_cast<Phase>(st.phase.load());
+  if (cur == id) {
+    if (phase == Phase::running) return is_comm(op.kind) ? "running: waits for " + describe_comm(op) : "running";
+    const OpId w = st.waiting_on.load();
+    return w == kNoOp ? "about to start" : "waiting for op " + op_label(g_.op(w));
+  }
+  if (cur == kNoOp) return "not started (its stream has not begun)";
+  return "not started: " + std::string(to_string(op.stream)) + " is still at op " + op_label(g_.op(cur));
+}
+
+std::string Runtime::describe_streams() const {
+  std::string out = "streams:";
+  for (int s = 0; s < kStreams; ++s) {
+    if (!plan_.stream_used[static_cast<size_t>(s)]) continue;
+    const StreamState& st = streams_[static_cast<size_t>(s)];
+    const OpId cur = st.current.load();
+    const auto phase = static_cast<Phase>(st.phase.load());
+    out += " " + std::string(to_string(static_cast<Stream>(s))) + "=";
+    if (phase == Phase::finished) out += "finished";
+    else if (cur == kNoOp) out += "idle";
+    else if (phase == Phase::waiting) {
+      const OpId w = st.waiting_on.load();
+      out += "op " + std::to_string(cur) + " waiting for op " + (w == kNoOp ? std::string("?") : std::to_string(w));
+    } else {
+      out += "running op " + std::to_string(cur);
+    }
+    out += ";";
+  }
+  out.pop_back();
+  return out;
+}
+
+void Runtime::wait_dependency(const Op& op, OpId dep) {
+  const uint8_t need = backend_.synchronous() ? 2 : 1;
+  if (state_[dep].load(std::memory_order_acquire) >= need) return;
+  StreamState& st = streams_[static_cast<size_t>(op.stream)];
+  st.waiting_on.store(dep);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lk(mu_);
+  while (state_[dep].load(std::memory_order_acquire) < need) {
+    if (failed_.load()) throw Cancelled();
+    cv_.wait_for(lk, std::chrono::milliseconds(50));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited > opts_.watchdog_s && state_[dep].load() < need) {
+      lk.unlock();
+      throw WatchdogError(plan_.rank, "watchdog: op " + op_label(op) + " waited " + seconds(waited) + " for op " +
+                                          op_label(g_.op(dep)) + ", which is " + describe_op_state(dep) + "; " +
+                                          describe_streams());
+    }
+  }
+  st.waiting_on.store(kNoOp);
+}
+
+void Runtime::allocate(BufferId b, OpId by) {
+  const Buffer& buf = g_.buffers[b];
+  if (ptr_[b].load()) throw InternalError("Runtime: buffer '" + buf.name + "' allocated twice");
+  void* p = backend_.allocate(buf.bytes());
+  backend_.fill(p, buf, plan_.buffers[b]);
+  ptr_[b].store(p, std::memory_order_release);
+  std::lock_guard lk(mem_mu_);
+  live_[static_cast<size_t>(buf.category)] += static_cast<double>(buf.bytes());
+  double now = 0;
+  for (double x : live_) now += x;
+  if (now > mem_.peak_transient) {
+    mem_.peak_transient = now;
+    mem_.at_peak = live_;
+    mem_.peak_op = by;
+    mem_.peak_time_us = backend_.now_us();
+  }
+}
+
+void Runtime::release(BufferId b) {
+  const Buffer& buf = g_.buffers[b];
+  void* p = ptr_[b].exchange(nullptr);
+  if (!p) throw InternalError("Runtime: buffer '" + buf.name + "' freed while not live");
+  backend_.deallocate(p, buf.bytes());
+  std::lock_guard lk(mem_mu_);
+  live_[static_cast<size_t>(buf.category)] -= static_cast<double>(buf.bytes());
+}
+
+void Runtime::apply_fault(const Op& op, int64_t step) {
+  using A = FaultInjection::Action;
+  if (!fault_op_ || *fault_op_ != op.id || step != opts_.fault.step) return;
+  std::fprintf(stderr, "paralab execute: rank %lld: injecting fault (%s) at op %s\n", (long long)plan_.rank,
+               opts_.fault.action == A::throw_error ? "throw" : opts_.fault.action == A::kill ? "kill"
+               : opts_.fault.action == A::hang     ? "hang"
+                                                   : "drop",
+               op_label(op).c_str());
+  std::fflush(stderr);
+  switch (opts_.fault.action) {
+    case A::throw_error: throw std::runtime_error("injected fault at op " + op_label(op));
+    case A::kill: std::raise(SIGKILL); break;
+    case A::hang:
+      for (;;) {  // a stuck rank: never finishes, but leaves when the job is torn down
+        check_cancel();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    default: break;
+  }
+}
+
+void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
+  StreamState& st = streams_[static_cast<size_t>(s)];
+  const Op* current = nullptr;
+  try {
+    std::vector<void*> rp, wp;
+    double loss_sum = 0;
+    int64_t loss_tokens = 0, ran = 0;
+    for (OpId id : g_.streams[static_cast<size_t>(s)]) {
+      const Op& op = g_.op(id);
+      current = &op;
+      st.current.store(id);
+      st.phase.store(static_cast<uint8_t>(Phase::waiting));
+      for (OpId dep : op.deps) {
+        wait_dependency(op, dep);
+        if (!backend_.synchronous()) backend_.wait_for(s, dep);
+      }
+      check_cancel();
+      for (BufferId b : op.allocs) allocate(b, id);
+      const OpPlan& o = plan_.ops[id];
+      rp.clear();
+      wp.clear();
+      auto ptr = [&](const ResolvedRef& r) {
+        void* base = ptr_[r.buffer].load(std::memory_order_acquire);
+        if (!base) throw InternalError("op " + op_label(op) + " uses buffer '" + g_.buffers[r.buffer].name + "' that is not live");
+        return static_cast<void*>(static_cast<char*>(base) + r.offset * bytes_of(g_.buffers[r.buffer].dtype));
+      };
+      for (const ResolvedRef& r : o.reads) rp.push_back(ptr(r));
+      for (const ResolvedRef& r : o.writes) wp.push_back(ptr(r));
+      OpWait wait(*this, op);
+      const OpCall call{op, o, rp, wp, wait, step};
+      st.phase.store(static_cast<uint8_t>(Phase::running));
+      const bool drop = fault_op_ && *fault_op_ == id && step == opts_.fault.step &&
+                        opts_.fault.action == FaultInjection::Action::drop;
+      apply_fault(op, step);
+      const bool observe = opts_.observer && opts_.observer->wants(op);
+      if (observe) opts_.observer->before(call);
+      backend_.op_begin(s, id);
+      if (!drop) backend_.run(s, call);
+      backend_.op_end(s, id);
+      if (observe) opts_.observer->after(call);
+      ++ran;
+      if (op.kind == OpKind::xent_loss && backend_.synchronous()) {
+        std::vector<float> loss(static_cast<size_t>(o.writes[0].numel));
+        backend_.to_host(loss.data(), wp[0], o.writes[0].numel * 4);
+        for (float x : loss) loss_sum += x;
+        loss_tokens += o.writes[0].numel;
+      }
+      for (BufferId b : op.frees) release(b);
+      state_[id].store(2, std::memory_order_release);
+      {
+        std::lock_guard lk(mu_);  // pairs with the waiters' predicate check
+      }
+      cv_.notify_all();
+    }
+    st.phase.store(static_cast<uint8_t>(Phase::finished));
+    std::lock_guard lk(out_mu);
+    out.loss_sum += loss_sum;
+    out.loss_tokens += loss_tokens;
+    out.ops_run += ran;
+  } catch (const Cancelled&) {
+    st.phase.store(static_cast<uint8_t>(Phase::finished));
+  } catch (const WatchdogError& e) {
+    fail(e.cause(), true);
+  } catch (const ExecError& e) {
+    fail(e.cause(), false);
+  } catch (const std::exception& e) {
+    fail(current ? "op " + op_label(*current) + " failed: " + e.what() : std::string(e.what()), false);
+  }
+}
+
+StepRun Runtime::run_step(int64_t step) {
+  // Megatron zeroes the gradient buffers before each step (zero_grad_buffer); untimed.
+  for (BufferId b = 0; b < g_.buffers.size(); ++b)
+    if (g_.buffers[b].resident && g_.buffers[b].category == MemCategory::grads)
+      backend_.fill(ptr_[b].load(), g_.buffers[b], BufferPlan{Fill::zero});
+  for (auto& s : state_) s.store(0);
+  for (auto& st : streams_) {
+    st.current.store(kNoOp);
+    st.waiting_on.store(kNoOp);
+    st.phase.store(0);
+  }
+  live_.fill(0);
+  mem_.peak_transient = 0;
+  mem_.at_peak.fill(0);
+  mem_.peak_op = 0;
+  mem_.peak_time_us = 0;
+
+  // A common time origin: every rank leaves the barrier within microseconds of the others.
+  world_.barrier();
+  world_.barrier();
+  backend_.begin_timing();
+
+  StepRun out;
+  std::mutex out_mu;
+  std::vector<std::thread> threads;
+  for (int s = 0; s < kStreams; ++s)
+    if (plan_.stream_used[static_cast<size_t>(s)])
+      threads.emplace_back([this, s, step, &out, &out_mu] { worker(static_cast<Stream>(s), step, out, out_mu); });
+  for (auto& t : threads) t.join();
+  if (failed_.load()) {
+    leak_ = true;  // transfers may still be in flight into live buffers; the job is torn down
+    if (error_is_watchdog_) throw WatchdogError(plan_.rank, error_);
+    throw ExecError(plan_.rank, error_);
+  }
+  backend_.synchronize();
+  out.wall_s = backend_.now_us() * 1e-6;
+  backend_.timings(plan_.rank, out.ops);
+  out.memory = mem_;
+  return out;
+}
+
+}  // namespace paralab::exec

@@ -1,0 +1,132 @@
+// paralab exec — the runtime: runs one rank's StepGraph for real on a backend.
+//
+// A worker thread per stream walks the stream's ops in program order; before an op it waits
+// for the op's cross-stream dependencies (Op::deps), allocates the buffers the op's memory
+// events allocate (resident buffers exist from initialize() on), runs it on the backend
+// (timed), then frees what the op's events free. Live bytes are tracked by category exactly as
+// the events say, and the peak is measured (resident + transient), as the simulator replays
+// them. Any failure on any stream stops the rank's other streams; every wait (for a
+// dependency, for a peer) is bounded by the watchdog, which reports the rank, the op and what
+// it waits for. See docs/executor.md.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/backend.hpp"
+#include "exec/comm.hpp"
+#include "exec/plan.hpp"
+
+namespace paralab::exec {
+
+// Test-only fault injection (`PARALAB_EXEC_FAULT`, parsed by the command line): on `rank`, at
+// op `op` (or the first op of kind `kind`) of step `step`, do `action`.
+struct FaultInjection {
+  enum class Action : uint8_t { none, throw_error, kill, hang, drop };
+  Action action = Action::none;
+  int64_t rank = -1;
+  std::optional<OpId> op;
+  std::optional<OpKind> kind;
+  int64_t step = 1;
+};
+
+// Verification hooks around ops (exec/verify.hpp); called on the op's worker thread.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual bool wants(const Op& op) = 0;
+  virtual void before(const OpCall& call) = 0;  // inputs are ready, outputs not yet written
+  virtual void after(const OpCall& call) = 0;   // the op has finished
+};
+
+struct RuntimeOptions {
+  double watchdog_s = 60;  // longest wait for a dependency or a peer before the run fails
+  FaultInjection fault;
+  OpObserver* observer = nullptr;
+};
+
+struct MemoryStats {
+  std::array<double, kMemCategories> resident{};  // bytes of resident buffers by category
+  std::array<double, kMemCategories> at_peak{};   // transient bytes by category at the peak
+  double peak_transient = 0;
+  double peak_time_us = 0;
+  OpId peak_op = 0;
+  [[nodiscard]] double resident_total() const;
+  [[nodiscard]] double peak_total() const { return resident_total() + peak_transient; }
+};
+
+struct StepRun {
+  std::vector<OpTiming> ops;
+  MemoryStats memory;
+  double loss_sum = 0;      // sum of per-token losses computed on this rank (xent_loss outputs)
+  int64_t loss_tokens = 0;
+  int64_t ops_run = 0;
+  double wall_s = 0;        // from the time origin to the last stream's end
+};
+
+class Runtime {
+ public:
+  Runtime(const RankPlan& plan, Backend& backend, Transport& world, RuntimeOptions opts);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Allocates and fills the resident buffers (weights, gradients, optimizer state).
+  void initialize();
+  // One optimizer step (collective: every rank calls it). Throws ExecError/WatchdogError.
+  StepRun run_step(int64_t step);
+
+  // Host copy of a live buffer's bytes (resident buffers between steps; verification).
+  [[nodiscard]] std::vector<uint8_t> read_buffer(BufferId b) const;
+  [[nodiscard]] const RankPlan& plan() const { return plan_; }
+
+ private:
+  enum class Phase : uint8_t { idle, waiting, running, finished };
+  struct StreamState {
+    std::atomic<OpId> current{kNoOp};
+    std::atomic<OpId> waiting_on{kNoOp};
+    std::atomic<uint8_t> phase{0};
+  };
+  class OpWait;
+
+  void worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu);
+  void wait_dependency(const Op& op, OpId dep);
+  void allocate(BufferId b, OpId by);
+  void release(BufferId b);
+  void apply_fault(const Op& op, int64_t step);
+  void fail(const std::string& message, bool watchdog);
+  void check_cancel() const;
+  [[nodiscard]] std::string describe_streams() const;
+  [[nodiscard]] std::string describe_comm(const Op& op) const;
+  [[nodiscard]] std::string describe_op_state(OpId id) const;
+
+  const RankPlan& plan_;
+  const StepGraph& g_;
+  Backend& backend_;
+  Transport& world_;
+  RuntimeOptions opts_;
+  std::optional<OpId> fault_op_;
+
+  std::vector<std::atomic<void*>> ptr_;   // per buffer, null when not live
+  std::vector<std::atomic<uint8_t>> state_;  // per op: 0 pending, 1 issued, 2 done
+  std::array<StreamState, kStreams> streams_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> failed_{false};
+  std::string error_;
+  bool error_is_watchdog_ = false;
+  bool leak_ = false;  // after a failure, in-flight transfers may still target live buffers
+
+  std::mutex mem_mu_;
+  std::array<double, kMemCategories> live_{};
+  MemoryStats mem_;
+};
+
+}  // namespace paralab::exec
