@@ -57,7 +57,7 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
               std::string(to_string(sc.training.attention)).c_str(), p.sequence_parallel ? ", SP" : "",
               (long long)sc.num_microbatches(), (long long)sc.training.micro_batch_size);
   std::printf("step time   %s\n", seconds(r.step_time_s).c_str());
-  std::printf("throughput  %s tokens/s, %.1f model / %.1f hardware TFLOP/s per GPU, MFU %.1f %%\n",
+  std::printf("throughput  %s tokens/s, %.4g model / %.4g hardware TFLOP/s per GPU, MFU %.1f %%\n",
               human(r.tokens_per_s, "").c_str(), r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, 100 * r.mfu);
   const Breakdown& b = r.breakdown;
   double exposed = 0;
