@@ -73,12 +73,18 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
               sc.topology.device.memory_gib, r.fits_in_memory ? "fits" : "DOES NOT FIT");
   if (r.oom_rank) {
     const StepGraph& g = ir.graph_for(*r.oom_rank);
-    OpId op = 0;
+    const sim::RankMemory* mem = nullptr;
     for (const auto& m : sim.memory)
-      if (m.rank == *r.oom_rank) op = m.over_capacity_op;
-    std::printf("            rank %lld (stage %lld) exceeds %.0f GiB at t = %s, when %s starts\n",
-                (long long)*r.oom_rank, (long long)ir.layout.stage_of(*r.oom_rank), sc.topology.device.memory_gib,
-                seconds(r.oom_time_us * 1e-6).c_str(), op < g.ops.size() ? g.ops[op].full_name().c_str() : "?");
+      if (m.rank == *r.oom_rank) mem = &m;
+    if (mem && mem->resident_total() > capacity)
+      std::printf("            rank %lld (stage %lld): weights, gradients and optimizer state alone take %.2f GiB of %.0f GiB\n",
+                  (long long)*r.oom_rank, (long long)mem->stage, mem->resident_total() / kGiB,
+                  sc.topology.device.memory_gib);
+    else if (mem)
+      std::printf("            rank %lld (stage %lld) exceeds %.0f GiB at t = %s, when %s starts\n",
+                  (long long)*r.oom_rank, (long long)mem->stage, sc.topology.device.memory_gib,
+                  seconds(r.oom_time_us * 1e-6).c_str(),
+                  mem->over_capacity_op < g.ops.size() ? g.ops[mem->over_capacity_op].full_name().c_str() : "?");
   }
   std::printf("simulated   %s: %s events (%s events/s), %s network calls; IR built in %s\n\n",
               seconds(r.wall_s).c_str(), human(static_cast<double>(r.events), "").c_str(),
