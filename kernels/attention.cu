@@ -357,45 +357,39 @@ void flash_attention_bwd_cuda(const AttentionBwdArgs& a, cudaStream_t stream) {
   const float scale = attention_scale(a.scale, a.head_dim);
   const int S = int(a.seq), D = int(a.head_dim);
   const int64_t rows = a.batch * a.heads * a.seq;
-  void* scratch = nullptr;
-  PARALAB_CUDA_CHECK(cudaMallocAsync(&scratch, sizeof(float) * size_t(rows), stream));
-  float* Dvec = static_cast<float*>(scratch);
-  try {
-    cu::dispatch_float(a.dtype, "attention_bwd", "dtype", [&](auto tag) {
-      using T = cu::elem_t<decltype(tag)>;
-      const T* q = static_cast<const T*>(a.q);
-      const T* k = static_cast<const T*>(a.k);
-      const T* v = static_cast<const T*>(a.v);
-      const T* dout = static_cast<const T*>(a.dout);
-      flash_bwd_dot_kernel<T><<<cu::grid_for(rows, kWarps), kThreads, 0, stream>>>(
-          dout, static_cast<const T*>(a.out), Dvec, rows, D);
+  cu::StreamScratch dvec(sizeof(float) * size_t(rows), stream);  // D_i = dO_i . O_i
+  float* Dvec = dvec.f();
+  cu::dispatch_float(a.dtype, "attention_bwd", "dtype", [&](auto tag) {
+    using T = cu::elem_t<decltype(tag)>;
+    const T* q = static_cast<const T*>(a.q);
+    const T* k = static_cast<const T*>(a.k);
+    const T* v = static_cast<const T*>(a.v);
+    const T* dout = static_cast<const T*>(a.dout);
+    flash_bwd_dot_kernel<T><<<cu::grid_for(rows, kWarps), kThreads, 0, stream>>>(
+        dout, static_cast<const T*>(a.out), Dvec, rows, D);
+    PARALAB_CUDA_CHECK_LAUNCH();
+    dispatch_dpl(a.head_dim, [&](auto dpl) {
+      constexpr int DPL = decltype(dpl)::value;
+      const size_t smem_dq = sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1));
+      set_smem(flash_bwd_dq_kernel<T, DPL>, smem_dq);
+      const dim3 grid_q(unsigned((S + kTile - 1) / kTile), unsigned(a.heads),
+                        unsigned(a.batch));
+      flash_bwd_dq_kernel<T, DPL><<<grid_q, kThreads, smem_dq, stream>>>(
+          q, k, v, dout, a.lse, Dvec, static_cast<T*>(a.dq), int(a.heads), int(a.kv_heads),
+          S, D, scale, a.causal);
       PARALAB_CUDA_CHECK_LAUNCH();
-      dispatch_dpl(a.head_dim, [&](auto dpl) {
-        constexpr int DPL = decltype(dpl)::value;
-        const size_t smem_dq = sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1));
-        set_smem(flash_bwd_dq_kernel<T, DPL>, smem_dq);
-        const dim3 grid_q(unsigned((S + kTile - 1) / kTile), unsigned(a.heads),
-                          unsigned(a.batch));
-        flash_bwd_dq_kernel<T, DPL><<<grid_q, kThreads, smem_dq, stream>>>(
-            q, k, v, dout, a.lse, Dvec, static_cast<T*>(a.dq), int(a.heads), int(a.kv_heads),
-            S, D, scale, a.causal);
-        PARALAB_CUDA_CHECK_LAUNCH();
-        const size_t smem_kv =
-            sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1) + 2 * kKeys);
-        set_smem(flash_bwd_dkdv_kernel<T, DPL>, smem_kv);
-        const dim3 grid_k(unsigned((S + kTile - 1) / kTile), unsigned(a.kv_heads),
-                          unsigned(a.batch));
-        flash_bwd_dkdv_kernel<T, DPL><<<grid_k, kThreads, smem_kv, stream>>>(
-            q, k, v, dout, a.lse, Dvec, static_cast<T*>(a.dk), static_cast<T*>(a.dv),
-            int(a.heads), int(a.kv_heads), S, D, scale, a.causal);
-        PARALAB_CUDA_CHECK_LAUNCH();
-      });
+      const size_t smem_kv =
+          sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1) + 2 * kKeys);
+      set_smem(flash_bwd_dkdv_kernel<T, DPL>, smem_kv);
+      const dim3 grid_k(unsigned((S + kTile - 1) / kTile), unsigned(a.kv_heads),
+                        unsigned(a.batch));
+      flash_bwd_dkdv_kernel<T, DPL><<<grid_k, kThreads, smem_kv, stream>>>(
+          q, k, v, dout, a.lse, Dvec, static_cast<T*>(a.dk), static_cast<T*>(a.dv),
+          int(a.heads), int(a.kv_heads), S, D, scale, a.causal);
+      PARALAB_CUDA_CHECK_LAUNCH();
     });
-  } catch (...) {
-    cudaFreeAsync(scratch, stream);
-    throw;
-  }
-  PARALAB_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  });
+  dvec.release();
 }
 
 }  // namespace paralab::kernels

@@ -121,20 +121,13 @@ void ce_bwd_cuda(const CeBwdArgs& a, cudaStream_t stream) {
 
 void cross_entropy_fwd_cuda(const CrossEntropyArgs& a, cudaStream_t stream) {
   cross_entropy_fwd_check(a);
-  void* tgt = nullptr;
-  PARALAB_CUDA_CHECK(cudaMallocAsync(&tgt, sizeof(float) * size_t(a.rows), stream));
-  float* t = static_cast<float*>(tgt);
-  try {
-    ce_local_max_cuda(CeMaxArgs{a.logits, a.row_max, a.rows, a.vocab, a.dtype}, stream);
-    ce_local_sumexp_cuda(CeSumExpArgs{a.logits, a.targets, a.row_max, a.sum_exp, t, a.rows,
-                                      a.vocab, 0, a.dtype},
-                         stream);
-    ce_loss_cuda(CeLossArgs{a.row_max, a.sum_exp, t, a.loss, a.mean_loss, a.rows}, stream);
-  } catch (...) {
-    cudaFreeAsync(tgt, stream);
-    throw;
-  }
-  PARALAB_CUDA_CHECK(cudaFreeAsync(tgt, stream));
+  cu::StreamScratch tgt(sizeof(float) * size_t(a.rows), stream);  // target logits [rows]
+  ce_local_max_cuda(CeMaxArgs{a.logits, a.row_max, a.rows, a.vocab, a.dtype}, stream);
+  ce_local_sumexp_cuda(CeSumExpArgs{a.logits, a.targets, a.row_max, a.sum_exp, tgt.f(), a.rows,
+                                    a.vocab, 0, a.dtype},
+                       stream);
+  ce_loss_cuda(CeLossArgs{a.row_max, a.sum_exp, tgt.f(), a.loss, a.mean_loss, a.rows}, stream);
+  tgt.release();
 }
 
 }  // namespace paralab::kernels

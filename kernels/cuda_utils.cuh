@@ -109,28 +109,60 @@ inline int row_block(int64_t cols, int per_thread = 4) {
 
 namespace paralab::kernels::cu {
 
+// ---- stream-ordered scratch ------------------------------------------------------------
+// Device scratch from the stream-ordered pool (cudaMallocAsync; cheap after the first call).
+// release() frees with an error check; the destructor frees (unchecked) if an exception
+// unwinds first.
+class StreamScratch {
+ public:
+  StreamScratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
+    PARALAB_CUDA_CHECK(cudaMallocAsync(&p_, bytes > 0 ? bytes : 1, stream));
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  ~StreamScratch() {
+    if (p_ != nullptr) cudaFreeAsync(p_, stream_);
+  }
+  float* f() const { return static_cast<float*>(p_); }
+  void release() {
+    void* p = p_;
+    p_ = nullptr;
+    PARALAB_CUDA_CHECK(cudaFreeAsync(p, stream_));
+  }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t stream_;
+};
+
 // ---- deterministic column reduction --------------------------------------------------------
 // For each column c of a [rows, cols] problem: out0[c] (+)= sum_r a0(r,c), out1[c] (+)=
 // sum_r a1(r,c), where F::operator()(r, c, a0, a1) adds its terms into a0, a1. Used for
-// param/bias grads (dgamma, dbeta, dbias). Block = 32 columns x 16 row lanes; each lane sums
-// its rows in a fixed order, then the 16 lanes combine in a fixed order: deterministic, no
-// atomics, no workspace. out0 or out1 may be null (that sum is dropped).
+// param/bias grads (dgamma, dbeta, dbias). Two stages, both in a fixed order (deterministic,
+// no atomics): (1) blocks of 32 columns x 16 row lanes each reduce one chunk of rows into a
+// partial row of a scratch [chunks, cols] buffer; (2) one thread per column adds the chunk
+// partials in chunk order. The chunk count depends only on the shape (not on the GPU), so the
+// result is bit-reproducible everywhere. out0 or out1 may be null (that sum is dropped).
 constexpr int kColTile = 32;
 constexpr int kColLanes = 16;
+constexpr int64_t kColTargetBlocks = 1024;  // stage-1 blocks to aim for (fills an H100)
+constexpr int64_t kColMinChunkRows = 256;   // rows per chunk at least
 
 template <class F>
 __global__ void __launch_bounds__(kColTile * kColLanes)
-    col_reduce_kernel(F f, int64_t rows, int64_t cols, float* out0, float* out1,
-                      bool accumulate) {
+    col_partial_kernel(F f, int64_t rows, int64_t cols, int64_t chunk, float* part0,
+                       float* part1) {
   __shared__ float s0[kColLanes][kColTile + 1];
   __shared__ float s1[kColLanes][kColTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t r_begin = int64_t(blockIdx.y) * chunk;
+  const int64_t r_end = r_begin + chunk < rows ? r_begin + chunk : rows;
   for (int64_t c0 = int64_t(blockIdx.x) * kColTile; c0 < cols;
        c0 += int64_t(gridDim.x) * kColTile) {
     const int64_t c = c0 + tx;
     float a0 = 0.f, a1 = 0.f;
     if (c < cols)
-      for (int64_t r = ty; r < rows; r += kColLanes) f(r, c, a0, a1);
+      for (int64_t r = r_begin + ty; r < r_end; r += kColLanes) f(r, c, a0, a1);
     s0[ty][tx] = a0;
     s1[ty][tx] = a1;
     __syncthreads();
@@ -140,20 +172,45 @@ __global__ void __launch_bounds__(kColTile * kColLanes)
         t0 += s0[k][tx];
         t1 += s1[k][tx];
       }
-      if (out0 != nullptr) out0[c] = accumulate ? out0[c] + t0 : t0;
-      if (out1 != nullptr) out1[c] = accumulate ? out1[c] + t1 : t1;
+      part0[int64_t(blockIdx.y) * cols + c] = t0;
+      if (part1 != nullptr) part1[int64_t(blockIdx.y) * cols + c] = t1;
     }
-    __syncthreads();
+    __syncthreads();  // s0/s1 are rewritten by the next column tile
+  }
+}
+
+static __global__ void col_final_kernel(const float* part0, const float* part1, int64_t chunks,
+                                 int64_t cols, float* out0, float* out1, bool accumulate) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += stride) {
+    float t0 = 0.f, t1 = 0.f;
+    for (int64_t k = 0; k < chunks; ++k) {
+      t0 += part0[k * cols + c];
+      if (part1 != nullptr) t1 += part1[k * cols + c];
+    }
+    if (out0 != nullptr) out0[c] = accumulate ? out0[c] + t0 : t0;
+    if (out1 != nullptr) out1[c] = accumulate ? out1[c] + t1 : t1;
   }
 }
 
 template <class F>
 void col_reduce(const F& f, int64_t rows, int64_t cols, float* out0, float* out1,
                 bool accumulate, cudaStream_t stream) {
-  const dim3 block(kColTile, kColLanes);
-  col_reduce_kernel<F><<<grid_for(cols, kColTile, 65535), block, 0, stream>>>(
-      f, rows, cols, out0, out1, accumulate);
+  const int64_t col_blocks = std::min<int64_t>((cols + kColTile - 1) / kColTile, 65535);
+  int64_t chunks = std::min<int64_t>(kColTargetBlocks / col_blocks, rows / kColMinChunkRows);
+  chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
+  const int64_t chunk = (rows + chunks - 1) / chunks;
+  chunks = (rows + chunk - 1) / chunk;  // no empty chunk
+  const bool two = out1 != nullptr;
+  StreamScratch part(sizeof(float) * size_t(chunks * cols) * (two ? 2 : 1), stream);
+  float* part1 = two ? part.f() + chunks * cols : nullptr;
+  col_partial_kernel<F><<<dim3(unsigned(col_blocks), unsigned(chunks)), dim3(kColTile, kColLanes),
+                          0, stream>>>(f, rows, cols, chunk, part.f(), part1);
   PARALAB_CUDA_CHECK_LAUNCH();
+  col_final_kernel<<<grid_for(cols, 256, 65535), 256, 0, stream>>>(part.f(), part1, chunks, cols,
+                                                                   out0, out1, accumulate);
+  PARALAB_CUDA_CHECK_LAUNCH();
+  part.release();
 }
 
 }  // namespace paralab::kernels::cu

@@ -30,7 +30,7 @@ struct L2NormSqArgs {
 void l2norm_sq_check(const L2NormSqArgs& a);
 
 void l2norm_sq_cpu(const L2NormSqArgs& a);
-// Uses a small stream-ordered scratch (cudaMallocAsync, <= 4 KiB).
+// Uses a small stream-ordered scratch (cudaMallocAsync, <= 8 KiB).
 void l2norm_sq_cuda(const L2NormSqArgs& a, cudaStream_t stream);
 
 }  // namespace paralab::kernels
