@@ -8,18 +8,12 @@
 #include <deque>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "exec/backend.hpp"
 #include "ir/model_shape.hpp"
 #include "kernels/dtype.hpp"
 #include "kernels/loss_scale.hpp"
 
 namespace paralab::exec::cpu {
-
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
-using CMatMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
 inline kernels::Dtype kdtype(DType t) {
   switch (t) {
@@ -61,7 +55,9 @@ void store_f32(void* p, DType t, int64_t n, const float* in);
 void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate);
 
 // Reusable fp32 buffers of one stream (each stream has one worker, so no locking). Pointers
-// from get() stay valid until the same slot is asked for with a larger size.
+// from get() stay valid until the same slot is asked for with a larger size. (Plain vectors:
+// no Eigen type crosses this header, so translation units built with different vector flags
+// never free each other's Eigen allocations.)
 class Scratch {
  public:
   float* get(int slot, int64_t n) {
@@ -70,14 +66,9 @@ class Scratch {
     if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
     return b.data();
   }
-  RowMat& mat(int slot) {
-    if (static_cast<size_t>(slot) >= mats_.size()) mats_.resize(static_cast<size_t>(slot) + 1);
-    return mats_[static_cast<size_t>(slot)];
-  }
 
  private:
-  std::vector<std::vector<float>> bufs_;
-  std::deque<RowMat> mats_;  // references stay valid as it grows
+  std::deque<std::vector<float>> bufs_;
 };
 
 struct CpuContext {

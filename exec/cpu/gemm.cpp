@@ -4,6 +4,8 @@
 // unfused attention's batched GEMMs on strided Q/K/V views inside the qkv buffer.
 #include <string>
 
+#include <Eigen/Core>
+
 #include "exec/cpu/cpu_math.hpp"
 #include "exec/plan.hpp"
 #include "ir/error.hpp"
@@ -11,6 +13,13 @@
 namespace paralab::exec::cpu {
 
 namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatMap = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+using CMatMap = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
+
+// Scratch slots of this file (cpu_math.hpp: Scratch).
+enum : int { kSlotA = 8, kSlotB = 9, kSlotC = 10, kSlotBias = 11 };
 
 // A row-major matrix in storage: rows x cols, `ld` elements between rows.
 struct Mat {
@@ -24,13 +33,13 @@ Mat offset(Mat m, int64_t elements) {
   return m;
 }
 
-// fp32 view of `m`: the data itself for f32, else a converted copy in `tmp`.
-CMatMap as_f32(const Mat& m, RowMat& tmp) {
+// fp32 view of `m`: the data itself for f32, else a converted copy in scratch slot `slot`.
+CMatMap as_f32(const Mat& m, Scratch& s, int slot) {
   if (m.t == DType::f32) return CMatMap(static_cast<const float*>(m.p), m.rows, m.cols, Eigen::OuterStride<>(m.ld));
-  tmp.resize(m.rows, m.cols);
+  float* tmp = s.get(slot, m.rows * m.cols);
   for (int64_t r = 0; r < m.rows; ++r)
-    load_f32(static_cast<const char*>(m.p) + r * m.ld * bytes_of(m.t), m.t, m.cols, tmp.data() + r * m.cols);
-  return CMatMap(tmp.data(), m.rows, m.cols, Eigen::OuterStride<>(m.cols));
+    load_f32(static_cast<const char*>(m.p) + r * m.ld * bytes_of(m.t), m.t, m.cols, tmp + r * m.cols);
+  return CMatMap(tmp, m.rows, m.cols, Eigen::OuterStride<>(m.cols));
 }
 
 template <class Acc, class A, class B>
@@ -48,12 +57,10 @@ struct Term {
 // C (+)= sum_i op(A_i) op(B_i) [+ bias row], fp32 accumulation, one rounding into C.
 void gemm_sum(const std::vector<Term>& terms, bool ta, bool tb, const Mat& C, bool accumulate, const float* bias,
               Scratch& s) {
-  RowMat& ta_tmp = s.mat(0);
-  RowMat& tb_tmp = s.mat(1);
   auto run = [&](auto& c) {
     for (size_t i = 0; i < terms.size(); ++i) {
-      const CMatMap a = as_f32(terms[i].a, ta_tmp);
-      const CMatMap b = as_f32(terms[i].b, tb_tmp);
+      const CMatMap a = as_f32(terms[i].a, s, kSlotA);
+      const CMatMap b = as_f32(terms[i].b, s, kSlotB);
       product(c, a, ta, b, tb, accumulate || i > 0);
     }
     if (bias) c.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias, C.cols);
@@ -63,8 +70,7 @@ void gemm_sum(const std::vector<Term>& terms, bool ta, bool tb, const Mat& C, bo
     run(c);
     return;
   }
-  RowMat& c = s.mat(2);
-  c.resize(C.rows, C.cols);
+  MatMap c(s.get(kSlotC, C.rows * C.cols), C.rows, C.cols, Eigen::OuterStride<>(C.cols));
   if (accumulate)
     for (int64_t r = 0; r < C.rows; ++r)
       load_f32(static_cast<const char*>(C.p) + r * C.ld * bytes_of(C.t), C.t, C.cols, c.data() + r * C.cols);
@@ -87,7 +93,7 @@ void linear(const OpCall& call, CpuContext& ctx) {
   const float* bias = nullptr;
   if (g.role == GemmRole::linear_fwd && g.bias) {
     expect_numel(call, true, 2, g.n, "bias");
-    float* bf = ctx.scratch.get(0, g.n);
+    float* bf = ctx.scratch.get(kSlotBias, g.n);
     load_f32(call.reads[2], o.reads[2].dtype, g.n, bf);
     bias = bf;
   }
@@ -95,9 +101,8 @@ void linear(const OpCall& call, CpuContext& ctx) {
   if (g.role == GemmRole::linear_wgrad && g.bias) {
     // Bias gradient: column sums of dY (operand B, [T, out]), accumulated like dW.
     expect_numel(call, false, 1, g.n, "bias gradient");
-    RowMat& tmp = ctx.scratch.mat(1);
-    const CMatMap dy = as_f32(B, tmp);
-    Eigen::RowVectorXf sums = dy.colwise().sum();
+    const CMatMap dy = as_f32(B, ctx.scratch, kSlotB);
+    const Eigen::RowVectorXf sums = g.trans_b ? Eigen::RowVectorXf(dy.rowwise().sum().transpose()) : Eigen::RowVectorXf(dy.colwise().sum());
     add_into(call.writes[1], o.writes[1].dtype, g.n, sums.data(), true);
   }
 }

@@ -1,0 +1,22 @@
+// tests/exec — main of the MPI test binary: MPI (through the executor's transport) around a
+// Catch2 session; every rank runs the same test cases in the same order (they are collective)
+// and the job fails if any rank fails.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include "exec/mpi/mpi_transport.hpp"
+#include "mpi_test_world.hpp"
+
+namespace paralab::exec::test {
+Transport* g_world = nullptr;  // the test binary's world (tests only)
+}
+
+int main(int argc, char** argv) {
+  auto world = paralab::exec::make_mpi_transport(&argc, &argv);
+  paralab::exec::test::g_world = world.get();
+  int64_t failed = Catch::Session().run(argc, argv);
+  world->all_reduce(&failed, 1, paralab::ReduceOp::max);
+  paralab::exec::test::g_world = nullptr;
+  world->finalize();
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,162 @@
+// tests/exec — the MPI transport on 4 ranks: communicators split per group, exact collectives
+// in fp32/bf16/f16 (including in-place forms and the reduce-scatter shard), tagged transfers
+// from concurrent threads, concurrent collectives on per-stream communicators, gathering to
+// rank 0, and the executor's own collective self-check on every communicator of a layout.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "exec/backends.hpp"
+#include "exec/plan.hpp"
+#include "exec/verify.hpp"
+#include "exec_test_util.hpp"
+#include "kernels/dtype.hpp"
+#include "mpi_test_world.hpp"
+
+using namespace paralab;
+using namespace paralab::exec;
+using namespace paralab::exec::test;
+
+namespace {
+
+Transport& world() { return *g_world; }
+
+std::unique_ptr<GroupComm> split_pairs(const std::string& label) {  // {0,1} and {2,3}
+  const int r = world().rank();
+  return world().split(r / 2, r % 2, {r / 2 * 2, r / 2 * 2 + 1}, label);
+}
+
+}  // namespace
+
+TEST_CASE("the test needs 4 ranks", "[mpi]") { REQUIRE(world().size() == 4); }
+
+TEST_CASE("split: groups, positions and members; ranks outside a group get none", "[mpi]") {
+  const int r = world().rank();
+  auto pairs = split_pairs("pairs");
+  REQUIRE(pairs);
+  CHECK(pairs->size() == 2);
+  CHECK(pairs->index() == r % 2);
+  // Only ranks 0 and 3 (an "embedding group").
+  auto ends = world().split(r == 0 || r == 3 ? 0 : -1, r == 0 ? 0 : 1, r == 0 || r == 3 ? std::vector<int64_t>{0, 3} : std::vector<int64_t>{}, "ends");
+  CHECK((ends != nullptr) == (r == 0 || r == 3));
+  if (ends) CHECK(ends->size() == 2);
+}
+
+TEST_CASE("16-bit all-reduce: bf16 and f16 sums and maxima are exact on small integers", "[mpi]") {
+  const int r = world().rank();
+  auto all = world().split(0, r, {0, 1, 2, 3}, "all");
+  NoWait w;
+  for (DType t : {DType::bf16, DType::f16}) {
+    std::vector<float> v(100);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((r + 1) * static_cast<int>(i % 7) - 3);
+    auto s = storage(v, t), m = storage(v, t);
+    all->all_reduce(s.data(), s.data(), 100, t, ReduceOp::sum, w);
+    all->all_reduce(m.data(), m.data(), 100, t, ReduceOp::max, w);
+    const auto sv = values(s, t), mv = values(m, t);
+    for (size_t i = 0; i < v.size(); ++i) {
+      float sum = 0, mx = -1e30f;
+      for (int q = 0; q < 4; ++q) {
+        const float x = static_cast<float>((q + 1) * static_cast<int>(i % 7) - 3);
+        sum += x;
+        mx = std::max(mx, x);
+      }
+      CHECK(sv[i] == sum);
+      CHECK(mv[i] == mx);
+    }
+  }
+}
+
+TEST_CASE("all-gather in place, reduce-scatter into a shard, all-to-all, broadcast", "[mpi]") {
+  const int r = world().rank();
+  auto all = world().split(0, r, {0, 1, 2, 3}, "all");
+  NoWait w;
+  const int64_t k = 5;
+  std::vector<float> buf(4 * k, -1.0f);
+  for (int64_t i = 0; i < k; ++i) buf[static_cast<size_t>(r * k + i)] = static_cast<float>(10 * r + i);
+  all->all_gather(buf.data() + r * k, buf.data(), k, DType::f32, w);
+  for (int64_t i = 0; i < 4 * k; ++i) CHECK(buf[static_cast<size_t>(i)] == static_cast<float>(10 * (i / k) + i % k));
+  std::vector<float> in(4 * k), out(k);
+  for (int64_t i = 0; i < 4 * k; ++i) in[static_cast<size_t>(i)] = static_cast<float>(r + i);
+  all->reduce_scatter(in.data(), out.data(), k, DType::f32, ReduceOp::sum, w);
+  for (int64_t i = 0; i < k; ++i) CHECK(out[static_cast<size_t>(i)] == static_cast<float>(6 + 4 * (r * k + i)));
+  std::vector<float> a2a(4 * k);
+  all->all_to_all(in.data(), a2a.data(), k, DType::f32, w);
+  for (int64_t j = 0; j < 4; ++j)
+    for (int64_t i = 0; i < k; ++i) CHECK(a2a[static_cast<size_t>(j * k + i)] == static_cast<float>(j + r * k + i));
+  std::vector<float> b(k, static_cast<float>(r));
+  all->broadcast(b.data(), k, DType::f32, 2, w);
+  for (float x : b) CHECK(x == 2.0f);
+}
+
+TEST_CASE("tagged transfers from two threads on one communicator do not mix", "[mpi]") {
+  const int r = world().rank();
+  auto ring = world().split(0, r, {0, 1, 2, 3}, "ring");
+  NoWait w;
+  const int next = (r + 1) % 4, prev = (r + 3) % 4;
+  // Like pipeline send and receive streams: two threads, forward (+1) and backward (-1), each
+  // sending and receiving, with different tags and several messages each.
+  std::vector<std::vector<float>> got_fwd(8, std::vector<float>(64)), got_bwd(8, std::vector<float>(64));
+  auto run = [&](bool forward) {
+    for (uint32_t mb = 0; mb < 8; ++mb) {
+      std::vector<float> msg(64, static_cast<float>(1000 * r + 10 * mb + (forward ? 1 : 2)));
+      const uint32_t tag = 16 + 2 * mb + (forward ? 0 : 1);
+      auto& dst = forward ? got_fwd[mb] : got_bwd[mb];
+      ring->send_recv(msg.data(), 256, forward ? next : prev, dst.data(), 256, forward ? prev : next, tag, w);
+    }
+  };
+  std::thread a(run, true), b(run, false);
+  a.join();
+  b.join();
+  for (uint32_t mb = 0; mb < 8; ++mb) {
+    CHECK(got_fwd[mb][0] == static_cast<float>(1000 * prev + 10 * mb + 1));
+    CHECK(got_bwd[mb][63] == static_cast<float>(1000 * next + 10 * mb + 2));
+  }
+}
+
+TEST_CASE("collectives on per-stream communicators run concurrently from their threads", "[mpi]") {
+  const int r = world().rank();
+  auto c1 = split_pairs("pairs/compute"), c2 = split_pairs("pairs/dp_comm");
+  NoWait w;
+  float s1 = 0, s2 = 0;
+  auto loop = [&](GroupComm& c, float base, float& out) {
+    for (int i = 0; i < 50; ++i) {
+      float x = base + static_cast<float>(r), y = 0;
+      c.all_reduce(&x, &y, 1, DType::f32, ReduceOp::sum, w);
+      out += y;
+    }
+  };
+  std::thread a(loop, std::ref(*c1), 1.0f, std::ref(s1)), b(loop, std::ref(*c2), 100.0f, std::ref(s2));
+  a.join();
+  b.join();
+  const float pair = static_cast<float>(r / 2 * 2 * 2 + 1);  // r0 + r1 of the pair
+  CHECK(s1 == 50 * (2 * 1.0f + pair));
+  CHECK(s2 == 50 * (2 * 100.0f + pair));
+}
+
+TEST_CASE("gather_to_root collects every rank's blob in rank order", "[mpi]") {
+  const int r = world().rank();
+  const auto all = world().gather_to_root(std::string(static_cast<size_t>(r + 1), static_cast<char>('a' + r)));
+  if (r == 0) {
+    REQUIRE(all.size() == 4);
+    for (int q = 0; q < 4; ++q) CHECK(all[static_cast<size_t>(q)] == std::string(static_cast<size_t>(q + 1), static_cast<char>('a' + q)));
+  } else {
+    CHECK(all.empty());
+  }
+}
+
+TEST_CASE("the executor's self-check passes on every communicator of TP2 x DP2 and of PP4", "[mpi]") {
+  for (const char* name : {"cpu-tp2-dp2-zero3", "cpu-pp4"}) {
+    const StepIR ir = build_step_ir(scenario(name));
+    const RankPlan plan = plan_rank(ir, world().rank(), false);
+    auto backend = make_backend("cpu", ir, plan.rank);
+    backend->setup(plan, world());
+    const auto comms = backend->comms();
+    check_collective_sequences(plan, comms);
+    VerifyReport rep;
+    check_collectives(*backend, plan, comms, 30, rep);
+    CAPTURE(name);
+    for (const auto& f : rep.failures) UNSCOPED_INFO(f);
+    CHECK(rep.failed() == 0);
+    CHECK(rep.total() > 10);  // every communicator of the rank, every kind
+  }
+}
