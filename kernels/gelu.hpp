@@ -21,13 +21,19 @@ namespace paralab::kernels {
 constexpr float kGeluK0 = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr float kGeluK1 = 0.044715f;
 
-// Shared by the CPU twin and the CUDA kernel (fp32).
+// Shared by the CPU twin and the CUDA kernel (fp32). Evaluated through the identity
+// 0.5 (1 + tanh(z)) = sigmoid(2z) (no cancellation, one expf instead of tanhf, which is
+// ~4x slower on the CPU):  gelu(u) = u * s,  s = 1 / (1 + exp(-2z)),  z = k0 (u + k1 u^3);
+// dgelu/du = s + 2 u s (1 - s) k0 (1 + 3 k1 u^2)   (the tanh form above, with 1 - t^2 =
+// 4 s (1 - s)). exp overflows to +Inf for u << 0: s = 0 exactly, gelu = -0, grad = 0.
 PARALAB_HD float gelu_tanh(float u) {
-  return 0.5f * u * (1.f + tanhf(kGeluK0 * (u + kGeluK1 * u * u * u)));
+  const float z = kGeluK0 * (u + kGeluK1 * u * u * u);
+  return u / (1.f + expf(-2.f * z));
 }
 PARALAB_HD float gelu_tanh_grad(float u) {
-  const float t = tanhf(kGeluK0 * (u + kGeluK1 * u * u * u));
-  return 0.5f * (1.f + t) + 0.5f * u * (1.f - t * t) * kGeluK0 * (1.f + 3.f * kGeluK1 * u * u);
+  const float z = kGeluK0 * (u + kGeluK1 * u * u * u);
+  const float s = 1.f / (1.f + expf(-2.f * z));
+  return s + 2.f * u * s * (1.f - s) * kGeluK0 * (1.f + 3.f * kGeluK1 * u * u);
 }
 
 struct GeluFwdArgs {

@@ -52,19 +52,21 @@ void scaled_masked_softmax_fwd_cpu(const SoftmaxFwdArgs& a) {
         // Keys [0, limit) pass the causal test; limit may be <= 0 (row fully masked).
         const int64_t limit = a.causal ? std::min(sk, i + (sk - sq) + 1) : sk;
         const uint8_t* m = a.mask ? a.mask + ((n / a.heads) * sq + i) * sk : nullptr;
-        cpu::load_row(x + row * sk, sk, v.data());
+        // Only keys [0, limit) can be unmasked; the rest are written as zeros.
+        const int64_t kn = std::max<int64_t>(0, limit);
+        cpu::load_row(x + row * sk, kn, v.data());
         float mx = ninf;
-        for (int64_t j = 0; j < sk; ++j) {
-          const bool masked = j >= limit || (m && m[j]);
-          v[j] = masked ? ninf : v[j] * a.scale;
+        for (int64_t j = 0; j < kn; ++j) {
+          v[j] = (m && m[j]) ? ninf : v[j] * a.scale;
           mx = std::max(mx, v[j]);
         }
         if (mx == ninf) {  // nothing unmasked: zeros, not exp(-inf - -inf) = NaN
-          for (int64_t j = 0; j < sk; ++j) v[j] = 0.f;
+          std::fill(v.begin(), v.end(), 0.f);
         } else {
-          for (int64_t j = 0; j < sk; ++j) v[j] = std::exp(v[j] - mx);  // exp(-inf) = 0
-          const float inv = 1.f / cpu::sum8(v.data(), sk);
-          for (int64_t j = 0; j < sk; ++j) v[j] *= inv;
+          for (int64_t j = 0; j < kn; ++j) v[j] = std::exp(v[j] - mx);  // exp(-inf) = 0
+          const float inv = 1.f / cpu::sum8(v.data(), kn);
+          for (int64_t j = 0; j < kn; ++j) v[j] *= inv;
+          std::fill(v.begin() + kn, v.end(), 0.f);
         }
         cpu::store_row(v.data(), sk, y + row * sk);
       }
