@@ -20,6 +20,9 @@ double MemoryStats::resident_total() const {
 }
 
 namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", s);
@@ -221,16 +224,20 @@ void Runtime::wait_dependency(const Op& op, OpId dep) {
   if (state_[dep].load(std::memory_order_acquire) >= need) return;
   StreamState& st = streams_[static_cast<size_t>(op.stream)];
   st.waiting_on.store(dep);
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = now_ns();
   std::unique_lock lk(mu_);
   while (state_[dep].load(std::memory_order_acquire) < need) {
     if (failed_.load()) throw Cancelled();
     cv_.wait_for(lk, std::chrono::milliseconds(50));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (waited > opts_.watchdog_s && state_[dep].load() < need) {
+    // A stall, not a wait: nothing on this rank finished for the whole watchdog period.
+    const int64_t now = now_ns();
+    const double idle = static_cast<double>(now - std::max(t0, last_progress_ns_.load())) * 1e-9;
+    if (idle > opts_.watchdog_s && state_[dep].load() < need) {
       lk.unlock();
+      const double waited = static_cast<double>(now - t0) * 1e-9;
       throw WatchdogError(plan_.rank, "watchdog: op " + op_label(op) + " waited " + seconds(waited) + " for op " +
-                                          op_label(g_.op(dep)) + ", which is " + describe_op_state(dep) + "; " +
+                                          op_label(g_.op(dep)) + ", which is " + describe_op_state(dep) +
+                                          ", and no op of this rank finished for " + seconds(idle) + "; " +
                                           describe_streams());
     }
   }
@@ -333,6 +340,7 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
         loss_tokens += o.writes[0].numel;
       }
       for (BufferId b : op.frees) release(b);
+      last_progress_ns_.store(now_ns());
       state_[id].store(2, std::memory_order_release);
       {
         std::lock_guard lk(mu_);  // pairs with the waiters' predicate check
@@ -376,6 +384,7 @@ StepRun Runtime::run_step(int64_t step) {
   world_.barrier();
   world_.barrier();
   backend_.begin_timing();
+  last_progress_ns_.store(now_ns());
 
   StepRun out;
   std::mutex out_mu;

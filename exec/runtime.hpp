@@ -47,7 +47,10 @@ class OpObserver {
 };
 
 struct RuntimeOptions {
-  double watchdog_s = 60;  // longest wait for a dependency or a peer before the run fails
+  // Longest wait before the run fails: a communication op waiting for its peers this long, or a
+  // dependency wait during which no op of the rank finished this long (a dependency that is
+  // busy computing is progress, not a hang). Must exceed the longest single op.
+  double watchdog_s = 60;
   FaultInjection fault;
   OpObserver* observer = nullptr;
 };
@@ -120,6 +123,7 @@ class Runtime {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> failed_{false};
+  std::atomic<int64_t> last_progress_ns_{0};  // steady clock of the last op completion
   std::string error_;
   bool error_is_watchdog_ = false;
   bool leak_ = false;  // after a failure, in-flight transfers may still target live buffers
