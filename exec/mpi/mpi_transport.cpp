@@ -90,24 +90,29 @@ int to_int_count(int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
-// Polls requests to completion: a short spin with sched_yield (latency), then sleeps growing to
-// 100 us (so an oversubscribed host gives the cores to compute), calling the wait policy.
+// Polls requests to completion. Nonblocking collectives (Open MPI's libnbc) advance one round
+// per test on each side, so for the first 0.5 ms both sides busy-poll without yielding (a
+// sched_yield on a loaded host gives the core away for a whole time slice: milliseconds per
+// round); after that the poller sleeps, growing from 50 us to 1 ms (long waits: pipeline
+// bubbles, a gradient reduction waiting for the slowest replica), leaving the cores to compute.
+// The wait policy is consulted throughout (watchdog, failure of another stream).
 void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
-  const auto t0 = std::chrono::steady_clock::now();
-  int spins = 0;
-  int64_t sleep_us = 1;
-  for (;;) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  constexpr double kSpinS = 0.5e-3;
+  int64_t sleep_us = 50;
+  double waited = 0;
+  for (int64_t iter = 0;; ++iter) {
     int done = 0;
     PARALAB_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) return;
-    if (++spins < 200) {
-      sched_yield();
-      if (spins % 32 != 0) continue;
-    } else {
+    if (iter % 32 != 0 && waited < kSpinS) continue;
+    waited = std::chrono::duration<double>(clock::now() - t0).count();
+    if (waited >= kSpinS) {
       std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-      sleep_us = std::min<int64_t>(sleep_us * 2, 100);
+      sleep_us = std::min<int64_t>(sleep_us * 2, 1000);
     }
-    w.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    w.check(waited);
   }
 }
 
