@@ -32,7 +32,7 @@ uint64_t hash_string(std::string_view s) {
 
 std::string CommKey::label() const {
   std::string out(to_string(group));
-  out += p2p ? std::string("/p2p") : "/" + std::string(to_string(stream));
+  out += p2p ? std::string("/p2p") : stream == Stream::kCount ? std::string("/base") : "/" + std::string(to_string(stream));
   return out;
 }
 
@@ -90,6 +90,7 @@ std::vector<CommKey> job_comms(const StepIR& ir) {
   auto add = [&](CommKey k) {
     if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
   };
+  for (int g = 0; g < static_cast<int>(GroupKind::kCount); ++g) add({static_cast<GroupKind>(g), Stream::kCount, false});
   for (const StepGraph& g : ir.stages)
     for (const Op& op : g.ops) {
       if (const auto* c = op.collective()) add({c->group, op.stream, false});

@@ -27,9 +27,11 @@ struct ResolvedRef {
 // running concurrently never interleave collectives on one communicator; point-to-point
 // transfers of a group kind share one (they are matched by tag, and a pipeline send and its
 // receive run on different streams).
+// Every group kind also gets a base communicator (stream = Stream::kCount, "<group>/base") that
+// no op uses: it exists on every layout, so verification checks every group kind's collectives.
 struct CommKey {
   GroupKind group = GroupKind::tp;
-  Stream stream = Stream::compute;  // collectives only
+  Stream stream = Stream::compute;  // collectives only; kCount = the group's base communicator
   bool p2p = false;
   bool operator==(const CommKey&) const = default;
   [[nodiscard]] std::string label() const;

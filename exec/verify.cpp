@@ -138,7 +138,7 @@ void check_collective_sequences(const RankPlan& plan, const std::vector<GroupCom
   const StepGraph& g = *plan.graph;
   for (size_t slot = 0; slot < comms.size(); ++slot) {
     GroupComm* c = comms[slot];
-    if (!c || plan.comms[slot].p2p) continue;
+    if (!c || plan.comms[slot].p2p || plan.comms[slot].stream == Stream::kCount) continue;  // no ops on base comms
     uint64_t h = 0x9E3779B97F4A7C15ull;
     int64_t count = 0;
     for (OpId id : g.streams[static_cast<size_t>(plan.comms[slot].stream)]) {

@@ -63,6 +63,7 @@ TEST_CASE("the job's communicators are the same list on every rank, one per grou
   CHECK(labels.size() == comms.size());
   CHECK(labels.count("pp/p2p"));
   CHECK(labels.count("embd/dp_comm"));  // tied embedding gradients, first + last stage only
+  for (const char* g : {"tp", "cp", "dp", "pp", "embd", "mp", "world"}) CHECK(labels.count(std::string(g) + "/base"));
   for (int64_t rank = 0; rank < 4; ++rank) {
     const RankPlan p = plan_rank(ir, rank, false);
     CHECK(p.comms == comms);
