@@ -71,8 +71,10 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     throw ExecError(rank, "the scenario's layout has " + std::to_string(ir.layout.world()) + " ranks but " +
                               std::to_string(world.size()) + " processes were launched");
 
-  // Memory: the IR's peak for every rank on this host must fit in what the host has free.
-  {
+  std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
+  // Memory (host backends): the IR's peak for every rank on this host must fit in what the host
+  // has free. Every rank agrees on the verdict.
+  if (backend->name() == "cpu") {
     const double need = planned_peak_bytes(ir, rank) * world.local_size();
     const double avail = mem_available_bytes();
     int64_t bad = avail > 0 && need > 0.9 * avail ? 1 : 0;
@@ -85,7 +87,6 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   }
 
   const RankPlan plan = plan_rank(ir, rank, opts.verify);
-  std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
   backend->setup(plan, world);
   const std::vector<GroupComm*> comms = backend->comms();
   check_collective_sequences(plan, comms);
