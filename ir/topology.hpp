@@ -77,6 +77,13 @@ struct CollectiveSpec {
   double launch_lat_us = 5.0;    // fixed cost per collective call (kernel launch, setup)
   double step_lat_us = 1.0;      // per algorithm step, added to the links' latencies
   double tree_max_bytes = 0;     // automatic choice: tree below this size when nodes > 1
+  // SMs a communication kernel occupies while it runs: NCCL runs one thread block per channel
+  // and a channel's block does not share its SM with compute kernels, so compute on the same
+  // GPU proceeds on the other SMs (sim/: docs/simulator.md, "Compute beside communication").
+  // 0 = communication takes no SMs (CPU hosts, or not modeled).
+  int64_t intra_sms = 0;         // a collective whose members are all on one node
+  int64_t inter_sms = 0;         // a collective spanning nodes
+  int64_t p2p_sms = 0;           // a send or a receive to one peer
 };
 
 // Measurements written by `paralab calibrate`, overriding the model per op shape.

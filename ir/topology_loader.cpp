@@ -90,7 +90,10 @@ const Schema<Topology>& topology_schema() {
         .real("network.link_efficiency", AT(network.switch_link.efficiency), 0, 1, true);
     x.real("collectives.launch_lat_us", AT(collectives.launch_lat_us), 0, 1e6)
         .real("collectives.step_lat_us", AT(collectives.step_lat_us), 0, 1e6)
-        .real("collectives.tree_max_bytes", AT(collectives.tree_max_bytes), 0, 1e15);
+        .real("collectives.tree_max_bytes", AT(collectives.tree_max_bytes), 0, 1e15)
+        .integer("collectives.intra_sms", AT(collectives.intra_sms), 0, 100000)
+        .integer("collectives.inter_sms", AT(collectives.inter_sms), 0, 100000)
+        .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000);
     x.text("calibration.source", AT(calibration.source));
     return x;
   }();

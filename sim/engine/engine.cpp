@@ -7,6 +7,13 @@
 // calls whose completions the NetworkModel reports. The main loop takes whichever comes first
 // (engine events first at equal times). Nothing is allocated per event beyond amortized vector
 // growth; group member lists and call requests are built once per (stage, group kind).
+//
+// Compute beside communication: while communication kernels run on a rank they hold SMs
+// (CollectiveSpec::intra_sms / inter_sms / p2p_sms), and the rank's compute ops progress at
+// rate (SMs - held) / SMs of the compute model's speed. Each running compute op keeps the work
+// it has left (in microseconds at full speed); when the held SMs change, its completion is
+// rescheduled and the superseded heap event is skipped (its sequence number is no longer the
+// op's). Without SMs configured (or on CPU devices) compute durations are fixed, as before.
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
@@ -80,6 +87,20 @@ struct StageState {
   std::array<std::vector<int64_t>, static_cast<size_t>(GroupKind::kCount)> members;
   std::array<bool, static_cast<size_t>(GroupKind::kCount)> have_members{};
   std::map<uint32_t, uint32_t> tag_seen;  // cross-stage collectives: occurrences per tag
+  // Compute beside communication (Engine::slow_): compute ops in flight with the work they
+  // have left at full speed, the SMs communication kernels hold, the resulting rate, and per
+  // op the SMs its communication kernel holds (0: none now) and the sequence number of its
+  // current completion event.
+  struct Running {
+    OpId op;
+    double left_us, since_us;
+  };
+  std::vector<Running> running;
+  int64_t held_sms = 0;
+  double rate = 1.0;
+  std::vector<uint16_t> holds;
+  std::vector<uint64_t> ev_seq;
+  std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
 };
 
 class Engine {
@@ -94,6 +115,13 @@ class Engine {
   void make_ready(uint32_t s, OpId op);
   void finish(uint32_t s, OpId op);
   void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op}); }
+  void start_compute(uint32_t s, OpId op);
+  bool stale(const Event& e) const;
+  void compute_done(uint32_t s, OpId op);
+  void hold_sms(uint32_t s, OpId op, int64_t sms);
+  void release_sms(uint32_t s, OpId op);
+  void set_rate(uint32_t s);
+  int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
@@ -125,6 +153,9 @@ class Engine {
   const ComputeModel& compute_;
   NetworkModel& net_;
   EngineOptions opt_;
+  bool slow_ = false;  // compute beside communication modeled (a GPU with SMs per comm kernel)
+  int64_t sms_ = 1;
+  CollectiveSpec coll_;
   std::vector<StageState> stages_;
   std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
   uint64_t seq_ = 0;
@@ -190,6 +221,11 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   st.end.assign(n, 0.0);
   st.done.assign(n, 0);
   st.buffer_bytes.resize(g.buffers.size());
+  if (slow_) {
+    st.holds.assign(n, 0);
+    st.ev_seq.assign(n, 0);
+    st.intra_node.fill(-1);
+  }
   st.mem = RankMemory{};
   st.mem.rank = st.rank;
   st.mem.stage = stage;
@@ -236,7 +272,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
     case OpKind::send: start_p2p(s, id, *op.p2p(), true); return;
     case OpKind::recv: start_p2p(s, id, *op.p2p(), false); return;
     case OpKind::sendrecv: start_ring(s, id, *op.p2p()); return;
-    default: schedule(s, id, now_ + st.dur[id]); return;
+    default: start_compute(s, id); return;
   }
 }
 
@@ -256,6 +292,7 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
   const uint32_t j = new_join(1);
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
+  if (slow_) hold_sms(s, id, collective_sms(s, c.group, m));
 }
 
 void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
@@ -280,7 +317,8 @@ void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
     add_part(j, ps, pop);
     stages_[ps].start[pop] = now_;
   }
-  const std::vector<int64_t>& m = members(stages_[a.parts.front().first], c.group);
+  const uint32_t a_first_stage = a.parts.front().first;
+  const std::vector<int64_t>& m = members(stages_[a_first_stage], c.group);
   cross_.erase(it);
   if (m.size() < 2 || c.bytes <= 0) {  // finish every participant at once, as a call would
     const Join& jn = joins_[j];
@@ -294,6 +332,12 @@ void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
   req_.bytes = c.bytes;
   req_.symmetric_copies = true;
   bind(net_.start(req_, now_), j);
+  if (slow_) {
+    const uint32_t first = a_first_stage;
+    const int64_t sms = collective_sms(first, c.group, m);
+    const Join& jn = joins_[j];
+    for (uint32_t i = 0; i < jn.count; ++i) hold_sms(parts_[jn.first + i].first, parts_[jn.first + i].second, sms);
+  }
 }
 
 void Engine::start_p2p(uint32_t s, OpId id, const P2PAttrs& p, bool is_send) {
@@ -334,6 +378,10 @@ void Engine::start_p2p(uint32_t s, OpId id, const P2PAttrs& p, bool is_send) {
   req_.bytes = p.bytes;
   req_.symmetric_copies = true;
   bind(net_.start(req_, now_), j);
+  if (slow_) {
+    hold_sms(ss, sop, coll_.p2p_sms);
+    hold_sms(rs, rop, coll_.p2p_sms);
+  }
 }
 
 void Engine::start_ring(uint32_t s, OpId id, const P2PAttrs& p) {
@@ -358,6 +406,7 @@ void Engine::start_ring(uint32_t s, OpId id, const P2PAttrs& p) {
     req_.symmetric_copies = true;
     bind(net_.start(req_, now_), j);
   }
+  if (slow_) hold_sms(s, id, coll_.p2p_sms);
 }
 
 void Engine::finish(uint32_t s, OpId id) {
@@ -365,6 +414,10 @@ void Engine::finish(uint32_t s, OpId id) {
   const Op& op = st.g->ops[id];
   st.end[id] = now_;
   st.done[id] = 1;
+  if (slow_) {
+    if (st.holds[id]) release_sms(s, id);
+    else if (!is_comm(op.kind)) compute_done(s, id);
+  }
   for (BufferId b : op.frees) {
     const double bytes = st.buffer_bytes[b];
     st.live[static_cast<size_t>(st.g->buffers[b].category)] -= bytes;
@@ -385,6 +438,78 @@ void Engine::on_call_done(uint64_t handle) {
   if (--joins_[j].remaining > 0) return;
   const Join jn = joins_[j];
   for (uint32_t i = 0; i < jn.count; ++i) finish(parts_[jn.first + i].first, parts_[jn.first + i].second);
+}
+
+// --- Compute beside communication --------------------------------------------------------
+
+void Engine::start_compute(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (!slow_) {
+    schedule(s, id, now_ + st.dur[id]);
+    return;
+  }
+  st.running.push_back(StageState::Running{id, st.dur[id], now_});
+  st.ev_seq[id] = seq_;
+  schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
+}
+
+// A compute op's completion event is stale when the op was rescheduled after it was pushed.
+bool Engine::stale(const Event& e) const {
+  const StageState& st = stages_[e.stage];
+  return !is_comm(st.g->ops[e.op].kind) && st.ev_seq[e.op] != e.seq;
+}
+
+void Engine::compute_done(uint32_t s, OpId id) {
+  auto& run = stages_[s].running;
+  for (size_t i = 0; i < run.size(); ++i)
+    if (run[i].op == id) {
+      run[i] = run.back();
+      run.pop_back();
+      return;
+    }
+}
+
+// SMs a collective's kernel holds: NCCL's channels for a group within one node or across nodes.
+int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& m) {
+  int8_t& intra = stages_[s].intra_node[static_cast<size_t>(g)];
+  if (intra < 0) {
+    const int64_t per_node = std::max<int64_t>(1, ir_.layout.devices_per_node());
+    intra = 1;
+    for (int64_t r : m)
+      if (r / per_node != m.front() / per_node) intra = 0;
+  }
+  return intra ? coll_.intra_sms : coll_.inter_sms;
+}
+
+void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
+  if (sms <= 0) return;
+  StageState& st = stages_[s];
+  st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
+  st.held_sms += st.holds[id];
+  set_rate(s);
+}
+
+void Engine::release_sms(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  st.held_sms -= st.holds[id];
+  st.holds[id] = 0;
+  set_rate(s);
+}
+
+// Compute progresses on the SMs communication leaves free (at least one): rescheduling every
+// compute op in flight on the stage when that changes.
+void Engine::set_rate(uint32_t s) {
+  StageState& st = stages_[s];
+  const int64_t free_sms = std::max<int64_t>(1, sms_ - std::max<int64_t>(0, st.held_sms));
+  const double rate = static_cast<double>(free_sms) / static_cast<double>(sms_);
+  if (rate == st.rate) return;
+  for (StageState::Running& r : st.running) {
+    r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
+    r.since_us = now_;
+    st.ev_seq[r.op] = seq_;
+    schedule(s, r.op, now_ + r.left_us / rate);
+  }
+  st.rate = rate;
 }
 
 void Engine::report_deadlock() const {
@@ -408,6 +533,10 @@ EngineOutput Engine::run() {
   const int64_t p = static_cast<int64_t>(ir_.stages.size());
   capacity_ = ir_.scenario.topology.device.memory_gib * kGiB;
   stages_.resize(static_cast<size_t>(p));
+  const Topology& topo = ir_.scenario.topology;
+  coll_ = topo.collectives;
+  sms_ = std::max<int64_t>(1, topo.device.sm_count);
+  slow_ = topo.device.kind == DeviceKind::gpu && (coll_.intra_sms > 0 || coll_.inter_sms > 0 || coll_.p2p_sms > 0);
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {
     init_stage(stages_[static_cast<size_t>(s)], s);
@@ -439,6 +568,7 @@ EngineOutput Engine::run() {
     }
     const Event e = heap_.top();
     heap_.pop();
+    if (slow_ && stale(e)) continue;  // superseded by a rescheduled completion
     now_ = e.t;
     ++events_;
     finish(e.stage, e.op);

@@ -105,6 +105,9 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
 TEST_CASE("engine: DDP overlap, 100 ms backward + 50 ms all-reduce", "[engine][closed-form]") {
   constexpr int kBuckets = 10;
   Scenario s = cluster(1, 1, 2, false);  // two nodes, data parallel over the NICs
+  // The seed example's closed form has compute unaffected by the communication beside it; the
+  // SMs NCCL's kernels take from compute are tested on their own below.
+  s.topology.collectives.intra_sms = s.topology.collectives.inter_sms = s.topology.collectives.p2p_sms = 0;
   // Bytes per bucket whose all-reduce alone takes 5 ms (bisection on the network model).
   int64_t lo = 1, hi = int64_t{1} << 40;
   {
@@ -141,6 +144,56 @@ TEST_CASE("engine: DDP overlap, 100 ms backward + 50 ms all-reduce", "[engine][c
   CHECK(serial == Approx(0.150).epsilon(0.005));
   CHECK(overlapped == Approx(0.100 + 0.050 / kBuckets).epsilon(0.005));
   CHECK(overlapped < 0.11);
+}
+
+// Communication kernels hold SMs (NCCL: one thread block per channel, not shared with compute;
+// topologies/dgx-a100.toml), so compute beside them runs at rate r = (SMs - held) / SMs. A 10 ms
+// compute op with a 5 ms all-reduce beside it from t = 0 does 5 r ms of work in the first 5 ms
+// and the rest at full speed: it ends at 5 + (10 - 5 r) ms. Two collectives at once hold the
+// sum of their SMs; when they end the op speeds up again.
+TEST_CASE("engine: compute beside communication runs on the SMs it leaves (closed form)", "[engine][closed-form]") {
+  Scenario s = cluster(1, 1, 2, false);  // two nodes: the dp all-reduce crosses nodes
+  const CollectiveSpec& c = s.topology.collectives;
+  REQUIRE(c.inter_sms > 0);
+  REQUIRE(s.topology.device.kind == DeviceKind::gpu);
+  const double sms = static_cast<double>(s.topology.device.sm_count);
+  int64_t lo = 1, hi = int64_t{1} << 40;  // bytes of a 5 ms all-reduce
+  {
+    NetworkModel net(s.topology, layout_of(s));
+    CommRequest q;
+    q.kind = sim::CollKind::all_reduce;
+    q.group = GroupKind::dp;
+    q.members = {0, 1};
+    while (hi - lo > 1) {
+      q.bytes = lo + (hi - lo) / 2;
+      (net.isolated_time_us(q) < 5'000.0 ? lo : hi) = q.bytes;
+    }
+  }
+  auto run = [&](const Topology& topo, int collectives) {
+    Scenario sc = s;
+    sc.topology.collectives = topo.collectives;
+    Hand h(sc, 0);
+    const BufferId g = h.b.buffer("grads", lo / 2, DType::bf16, MemCategory::grads, true);
+    const BufferId g2 = h.b.buffer("grads2", lo / 2, DType::bf16, MemCategory::grads, true);
+    const OpId work = h.timed(Stream::compute, 10'000);
+    h.collective(paralab::CollKind::all_reduce, GroupKind::dp, lo, 100, {h.b.whole(g)}, Stream::dp_comm);
+    if (collectives > 1)  // a second one at once, on another stream
+      h.collective(paralab::CollKind::all_reduce, GroupKind::dp, lo, 101, {h.b.whole(g2)}, Stream::tp_comm);
+    const StepIR ir = wrap(sc, {h.b.finish()});
+    const StepResult r = simulate(ir).result;
+    return timing_of(r, 0, work)->end_us;
+  };
+  Topology off = s.topology;
+  off.collectives.intra_sms = off.collectives.inter_sms = off.collectives.p2p_sms = 0;
+  CHECK(run(off, 1) == Approx(10'000.0));
+  const double r1 = (sms - static_cast<double>(c.inter_sms)) / sms;
+  CHECK(run(s.topology, 1) == Approx(5'000.0 + (10'000.0 - 5'000.0 * r1)).epsilon(0.002));
+  // Two all-reduces share the NICs: both take about 10 ms, holding 2 x inter_sms meanwhile; the
+  // op then ends at 10 + (10 - 10 r2) ms.
+  const double r2 = (sms - 2.0 * static_cast<double>(c.inter_sms)) / sms;
+  const double t2 = run(s.topology, 2);
+  CHECK(t2 == Approx(10'000.0 + (10'000.0 - 10'000.0 * r2)).epsilon(0.005));
+  CHECK(t2 > run(s.topology, 1));
 }
 
 TEST_CASE("engine: a pipeline transfer starts when both its send and its receive are ready", "[engine]") {
