@@ -124,9 +124,10 @@ BufferId StageBuilder::head_backward(HeadActs& hd) {
   const BufferId d_lnf = act_buffer("d_final_norm", T, h, m_.act);
   linear("output_layer_dgrad", GemmRole::linear_dgrad, b_.view(d_logits, {T, V}), store_.weight(eu, wr),
          b_.view(d_lnf, {T, h}), T, h, V, false, false, false);
-  const BufferId d_lnf_red = tp_exit("output_layer_dgrad_reduce", d_lnf);
-  linear("output_layer_wgrad", GemmRole::linear_wgrad, b_.view(d_logits, {T, V}), b_.view(lnf_full, {T, h}),
-         store_.grad(eu, wr), V, h, T, true, false, true);
+  const BufferId d_lnf_red = dgrad_reduce_and_wgrad("output_layer_dgrad_reduce", d_lnf, [&] {
+    return linear("output_layer_wgrad", GemmRole::linear_wgrad, b_.view(d_logits, {T, V}),
+                  b_.view(lnf_full, {T, h}), store_.grad(eu, wr), V, h, T, true, false, true);
+  });
   // A table tied within one stage gets its second gradient in the embedding backward, which
   // reports it complete.
   if (own) store_.grad_done(u, ParamRole::out_w, mb);

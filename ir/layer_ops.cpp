@@ -139,19 +139,21 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
     release_if(mask);
     return d;
   };
-  // Column-parallel backward: input gradient reduced over TP while the weight gradient runs.
+  // Column-parallel backward: input gradient reduced over TP while the weight gradient runs
+  // (async_tensor_model_parallel_allreduce; off: after it, dgrad_reduce_and_wgrad).
   auto column_backward = [&](const char* dgrad, const char* reduce, const char* wgrad, const char* regather,
                              BufferId d_out, int64_t cols, BufferId norm_out, ParamRole w_role, ParamRole b_role) {
     const BufferId in_full = m_.sp ? tp_all_gather(regather, norm_out) : norm_out;
     const BufferId d_in = act_buffer(dgrad, T, h, m_.act);
     linear(dgrad, GemmRole::linear_dgrad, b_.view(d_out, {T, cols}), store_.weight(u, w_role),
            b_.view(d_in, {T, h}), T, h, cols, false, true, false);
-    const BufferId d_in_red = tp_exit(reduce, d_in);
-    TensorRef bg;
     const bool has_b = store_.has(u, b_role);
-    if (has_b) bg = store_.grad(u, b_role);
-    linear(wgrad, GemmRole::linear_wgrad, b_.view(in_full, {T, h}), b_.view(d_out, {T, cols}),
-           store_.grad(u, w_role), h, cols, T, true, false, true, nullptr, has_b ? &bg : nullptr);
+    const BufferId d_in_red = dgrad_reduce_and_wgrad(reduce, d_in, [&] {
+      TensorRef bg;
+      if (has_b) bg = store_.grad(u, b_role);
+      return linear(wgrad, GemmRole::linear_wgrad, b_.view(in_full, {T, h}), b_.view(d_out, {T, cols}),
+                    store_.grad(u, w_role), h, cols, T, true, false, true, nullptr, has_b ? &bg : nullptr);
+    });
     store_.grad_done(u, w_role, mb);
     if (has_b) store_.grad_done(u, b_role, mb);
     if (m_.sp) b_.release(in_full);

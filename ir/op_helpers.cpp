@@ -26,6 +26,29 @@ void StageBuilder::release_if(BufferId& b) {
 OpId StageBuilder::linear(const char* name, GemmRole role, TensorRef a, TensorRef w, TensorRef c, int64_t m,
                           int64_t n, int64_t k, bool trans_a, bool trans_b, bool accumulate,
                           const TensorRef* bias, const TensorRef* bias_grad) {
+  if (role == GemmRole::linear_wgrad && accumulate && !s_.training.gradient_accumulation_fusion) {
+    // Without gradient-accumulation fusion (Megatron before late 2021) autograd's weight-gradient
+    // GEMM writes a fresh gradient in the parameters' dtype, and the DDP hook adds it into the
+    // main gradient buffer (`param.main_grad.add_(param.grad)`): one more pass over the
+    // gradient per micro-batch. The bias gradient takes the same path.
+    const BufferId g = act_buffer("wgrad", m, n, m_.act, MemCategory::buffers);
+    BufferId bg = kNoBuffer;
+    TensorRef bg_view;
+    if (bias_grad) {
+      bg = act_buffer("bgrad", 1, bias_grad->numel(), m_.act, MemCategory::buffers);
+      bg_view = b_.whole(bg);
+    }
+    const OpId id = linear(name, role, a, w, b_.view(g, {m, n}), m, n, k, trans_a, trans_b, false, bias,
+                           bias_grad ? &bg_view : nullptr);
+    kernel(OpKind::cast, "grad_accumulate", {b_.whole(g), c}, {c}, KernelAttrs{m, n, 0, 0, 1, 0});
+    b_.release(g);
+    if (bias_grad) {
+      kernel(OpKind::cast, "grad_accumulate", {bg_view, *bias_grad}, {*bias_grad},
+             KernelAttrs{1, bias_grad->numel(), 0, 0, 1, 0});
+      b_.release(bg);
+    }
+    return id;
+  }
   OpSpec spec;
   spec.kind = OpKind::gemm;
   spec.name = name;
@@ -114,6 +137,21 @@ void StageBuilder::tp_all_reduce(const char* name, BufferId buf, ReduceOp op) {
 
 BufferId StageBuilder::tp_enter(const char* name, BufferId in) {
   return m_.sp ? tp_all_gather(name, in) : in;
+}
+
+BufferId StageBuilder::dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, const std::function<OpId()>& wgrad) {
+  if (m_.sp || m_.tp == 1 || s_.parallel.async_tensor_model_parallel_allreduce) {
+    const BufferId out = tp_exit(reduce, d_in);  // overlaps the weight-gradient GEMM
+    wgrad();
+    return out;
+  }
+  // Synchronous (Megatron 2021): the all-reduce is the backward of the f operator, run by
+  // autograd after the linear layer's backward (both GEMMs); the next compute op needs it.
+  const OpId w = wgrad();
+  const size_t first = b_.size();
+  const BufferId out = tp_exit(reduce, d_in);
+  for (size_t id = first; id < b_.size(); ++id) b_.depend(static_cast<OpId>(id), w);
+  return out;
 }
 
 BufferId StageBuilder::tp_exit(const char* name, BufferId partial) {

@@ -25,7 +25,8 @@ ParamStore::ParamStore(GraphBuilder& b, const Scenario& s, const ModelShape& m,
   shard_opt_ = zero >= 1 && dp_size_ > 1;
   shard_grads_ = zero >= 2 && dp_size_ > 1;
   shard_weights_ = zero >= 3 && dp_size_ > 1;
-  grad_dtype_ = m.act;
+  // Megatron's --accumulate-allreduce-grads-in-fp32: fp32 gradient buffers under mixed precision.
+  grad_dtype_ = s.training.accumulate_allreduce_grads_in_fp32 ? DType::f32 : m.act;
   layer_units_.assign(static_cast<size_t>(m.layers), -1);
 
   auto add_unit = [&](int32_t layer, int16_t chunk, const std::vector<ParamSpec>& params) {

@@ -71,6 +71,15 @@ struct TrainingConfig {
   double initial_loss_scale = 65536.0;  // fp16 dynamic loss scaling (seed 000: 2^16)
   int64_t loss_scale_window = 2000;     // growth interval (seed 000)
   int64_t seed = 1234;
+  // Megatron-LM's --no-gradient-accumulation-fusion (false): each linear layer's weight-gradient
+  // GEMM writes a fresh gradient tensor and a separate kernel adds it into the main gradient
+  // buffer every micro-batch (Megatron before late 2021: `main_grad.add_(grad)` in the DDP hook).
+  // True: the GEMM accumulates into the main gradient (fused_weight_gradient_mlp_cuda).
+  bool gradient_accumulation_fusion = true;
+  // Megatron-LM's --accumulate-allreduce-grads-in-fp32: the gradient buffers (accumulation and
+  // the data-parallel reduction) are fp32 instead of the parameters' dtype. Megatron turns it on
+  // for bf16 by itself; here it is explicit (default off: gradients in the parameters' dtype).
+  bool accumulate_allreduce_grads_in_fp32 = false;
 };
 
 // [parallel]: the layout. tensor*pipeline*context*data == cluster GPUs.
@@ -89,6 +98,12 @@ struct ParallelConfig {
   // Megatron (Narayanan et al. 2021 Sec. 4.1): without sequence parallelism, send 1/t of a
   // stage boundary tensor per TP rank over the network and all-gather it over NVLink.
   bool scatter_gather_tensors_in_pipeline = true;
+  // Megatron-LM's async_tensor_model_parallel_allreduce (--no-async-tensor-model-parallel-
+  // allreduce turns it off). On: in the backward pass of a column-parallel linear without
+  // sequence parallelism, the input-gradient all-reduce runs while the weight-gradient GEMM
+  // computes. Off (Megatron 2021): autograd all-reduces the input gradient after both GEMMs, and
+  // compute waits for it. With sequence parallelism the reduce-scatter always overlaps.
+  bool async_tensor_model_parallel_allreduce = true;
   // Uneven pipelines (Megatron-LM's decoder_first/last_pipeline_num_layers): the first and/or
   // last stage hold this many layers, the rest split evenly. 0 = even split. Llama 3 405B was
   // trained with one layer fewer on the first and last of 16 stages (Llama 3 paper, Sec. 3.3).

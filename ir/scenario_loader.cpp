@@ -57,7 +57,9 @@ const Schema<Scenario>& scenario_schema() {
         .real("training.clip_grad", AT(training.clip_grad), 0, 1e9)
         .real("training.initial_loss_scale", AT(training.initial_loss_scale), 1, 1e38)
         .integer("training.loss_scale_window", AT(training.loss_scale_window), 1, int64_t{1} << 30)
-        .integer("training.seed", AT(training.seed), 0, int64_t{1} << 62);
+        .integer("training.seed", AT(training.seed), 0, int64_t{1} << 62)
+        .boolean("training.gradient_accumulation_fusion", AT(training.gradient_accumulation_fusion))
+        .boolean("training.accumulate_allreduce_grads_in_fp32", AT(training.accumulate_allreduce_grads_in_fp32));
     x.integer("parallel.tensor", AT(parallel.tensor), 1, 65536)
         .integer("parallel.pipeline", AT(parallel.pipeline), 1, 65536)
         .integer("parallel.context", AT(parallel.context), 1, 65536)
@@ -71,6 +73,8 @@ const Schema<Scenario>& scenario_schema() {
         .boolean("parallel.overlap_param_gather", AT(parallel.overlap_param_gather))
         .boolean("parallel.scatter_gather_tensors_in_pipeline",
                  AT(parallel.scatter_gather_tensors_in_pipeline))
+        .boolean("parallel.async_tensor_model_parallel_allreduce",
+                 AT(parallel.async_tensor_model_parallel_allreduce))
         .integer("parallel.decoder_first_pipeline_num_layers",
                  AT(parallel.decoder_first_pipeline_num_layers), 1, 10000)
         .integer("parallel.decoder_last_pipeline_num_layers",

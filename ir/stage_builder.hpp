@@ -5,6 +5,7 @@
 // Internal to ir/ (the public entry point is ir/step_ir.hpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -85,6 +86,10 @@ class StageBuilder {
   // Sequence-parallel regions: gather/scatter with SP, all-reduce without (Megatron's f/g).
   BufferId tp_enter(const char* name, BufferId in);           // SP: all-gather; else identity
   BufferId tp_exit(const char* name, BufferId partial);       // SP: reduce-scatter; else all-reduce
+  // A column-parallel input gradient's reduction and the layer's weight-gradient GEMM (emitted
+  // by `wgrad`, returns its op): overlapped (async_tensor_model_parallel_allreduce, sequence
+  // parallelism), or the reduction after the GEMM with compute waiting (Megatron 2021).
+  BufferId dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, const std::function<OpId()>& wgrad);
   [[nodiscard]] double model_part(double flops) const;       // 0 while recomputing
   void release_if(BufferId& b);
 

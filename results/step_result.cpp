@@ -178,8 +178,14 @@ std::string scenario_digest(const Scenario& s) {
                 (long long)p.virtual_pipeline_stages, (int)p.schedule, (long long)p.zero_stage, p.dp_bucket_mb,
                 (int)p.overlap_grad_reduce, (int)p.overlap_param_gather, (int)p.scatter_gather_tensors_in_pipeline,
                 (long long)p.decoder_first_pipeline_num_layers, (long long)p.decoder_last_pipeline_num_layers);
+  std::string key = buf;
+  // Keys added later join the rendering only when they differ from their defaults, so the
+  // digests of scenarios that do not use them stay as they were.
+  if (!t.gradient_accumulation_fusion) key += "|gaf0";
+  if (t.accumulate_allreduce_grads_in_fp32) key += "|gf32";
+  if (!p.async_tensor_model_parallel_allreduce) key += "|atp0";
   uint64_t h = 1469598103934665603ull;
-  for (const char* c = buf; *c; ++c) {
+  for (const char* c = key.c_str(); *c; ++c) {
     h ^= static_cast<unsigned char>(*c);
     h *= 1099511628211ull;
   }

@@ -30,6 +30,11 @@ const std::vector<std::vector<std::string>> kLayouts = {
     {"model.preset=tiny-llama", "parallel.tensor=2", "parallel.pipeline=2", "training.recompute=full",
      "parallel.overlap_grad_reduce=false", "parallel.overlap_param_gather=false", "parallel.zero_stage=1"},
     {"model.untie_embeddings=true", "parallel.pipeline=2", "training.optimizer=sgd", "training.precision=fp32"},
+    // Megatron-LM as of 2021 (bench/sim/megatron/narayanan2021.toml), with fp32 gradients.
+    {"parallel.tensor=2", "parallel.pipeline=2", "training.precision=fp16", "training.recompute=full",
+     "training.attention=unfused", "training.gradient_accumulation_fusion=false",
+     "parallel.async_tensor_model_parallel_allreduce=false", "training.accumulate_allreduce_grads_in_fp32=true",
+     "parallel.overlap_grad_reduce=false"},
 };
 
 void check_graph(const StepIR& ir, const StepGraph& g) {
