@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -54,7 +55,10 @@ class Backend {
   virtual void to_host(void* host, const void* p, int64_t bytes) = 0;
   virtual void from_host(void* p, const void* host, int64_t bytes) = 0;
 
-  // Execution, called by the worker of `stream` in stream order.
+  // Execution, called by the worker of `stream` in stream order. attach_stream is called once by
+  // each worker thread before its first op of a step (an asynchronous backend binds the thread
+  // to its stream: allocations, fills and copies made on that thread are ordered on it).
+  virtual void attach_stream(Stream stream) { (void)stream; }
   virtual void wait_for(Stream stream, OpId dep) { (void)stream, (void)dep; }
   virtual void run(Stream stream, const OpCall& call) = 0;
 
@@ -66,8 +70,16 @@ class Backend {
   [[nodiscard]] virtual double now_us() const = 0;
   // After the step (all streams drained): start/end of every op run since begin_timing().
   virtual void timings(int64_t rank, std::vector<OpTiming>& out) = 0;
-  // Waits until everything issued on every stream has finished.
+  // Waits until everything issued on every stream has finished. An asynchronous backend bounds
+  // the wait by the watchdog (set_watchdog, called once by the runtime).
   virtual void synchronize() = 0;
+  virtual void set_watchdog(double seconds) { (void)seconds; }
+  // Asynchronous backends: the per-token losses of this step's xent_loss outputs (sum, count),
+  // after synchronize(); synchronous backends leave it to the runtime (it reads them per op).
+  virtual void collect_loss(double& sum, int64_t& tokens) { (void)sum, (void)tokens; }
+  // Device measurements reported per rank beside the IR's memory accounting (e.g. allocator
+  // high-water marks); names are JSON keys.
+  [[nodiscard]] virtual std::map<std::string, double> device_stats() const { return {}; }
 };
 
 }  // namespace paralab::exec

@@ -61,6 +61,7 @@ Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, Runti
       ptr_(plan.graph->buffers.size()),
       state_(plan.graph->ops.size()) {
   for (auto& p : ptr_) p.store(nullptr);
+  backend_.set_watchdog(opts_.watchdog_s);
   const FaultInjection& f = opts_.fault;
   if (f.action != FaultInjection::Action::none && f.rank == plan_.rank) {
     if (f.op && *f.op < g_.ops.size()) fault_op_ = *f.op;
@@ -296,6 +297,7 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
   StreamState& st = streams_[static_cast<size_t>(s)];
   const Op* current = nullptr;
   try {
+    backend_.attach_stream(s);
     std::vector<void*> rp, wp;
     double loss_sum = 0;
     int64_t loss_tokens = 0, ran = 0;
@@ -399,6 +401,7 @@ StepRun Runtime::run_step(int64_t step) {
     throw ExecError(plan_.rank, error_);
   }
   backend_.synchronize();
+  if (!backend_.synchronous()) backend_.collect_loss(out.loss_sum, out.loss_tokens);
   out.wall_s = backend_.now_us() * 1e-6;
   backend_.timings(plan_.rank, out.ops);
   out.memory = mem_;
