@@ -1,0 +1,546 @@
+// paralab exec/cuda — the CUDA backend (docs/cuda_backend.md).
+//
+// Streams: every IR stream the rank uses is a CUDA stream (non-blocking; the communication
+// streams at the highest priority so NCCL kernels start as soon as their inputs are ready),
+// driven by the runtime's worker thread for it (attach_stream binds the thread). Operations are
+// enqueued and run() returns: the runtime releases dependents at issue time and calls
+// wait_for(), which records nothing new: every op's end event is recorded by op_end(), and a
+// dependent stream waits on it with cudaStreamWaitEvent unless an earlier wait of that stream
+// already implies it (plan_waits). Nothing synchronizes the host between ops of a step; the one
+// step-level synchronization is synchronize() after the last op, which polls (so a hung peer is
+// reported by the watchdog, not waited for forever) and checks NCCL's asynchronous errors.
+//
+// Memory: cudaMallocAsync/cudaFreeAsync from the device's default pool on the stream of the
+// thread that allocates/frees (the runtime frees after an op in its stream's order, so a buffer
+// stays valid until the ops before the free have run); the pool keeps its memory (release
+// threshold = max) and may not insert waits between streams (ReuseAllowInternalDependencies =
+// 0): such waits would order streams in ways the IR does not, which with NCCL's rendezvous
+// transfers could deadlock across ranks. Main-thread work (resident buffers, fills, uploads,
+// verification) runs on a host stream and is synchronized before returning.
+#include "exec/cuda/cuda_backend.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "exec/cuda/comm_plan.hpp"
+#include "exec/cuda/cuda_ops.hpp"
+#include "exec/cuda/device_ops.hpp"
+#include "exec/cuda/gemm_plan.hpp"
+#include "exec/cuda/nccl_comm.hpp"
+#include "exec/error.hpp"
+#include "ir/accounting.hpp"
+#include "ir/error.hpp"
+#include "kernels/loss_scale.hpp"
+
+namespace paralab::exec {
+
+namespace cuda {
+
+namespace {
+thread_local int tls_device = -1;
+}  // namespace
+
+void set_thread_device(int device) { tls_device = device; }
+int thread_device() { return tls_device; }
+
+bool cuda_available(std::string* why, int* device_count) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (device_count) *device_count = e == cudaSuccess ? n : 0;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why)
+      *why = std::string("the cuda backend needs a CUDA GPU, but none is usable here: cudaGetDeviceCount failed: ") +
+             cudaGetErrorName(e) + ": " + cudaGetErrorString(e) +
+             " (is the NVIDIA driver installed and a GPU visible to this process? check nvidia-smi and "
+             "CUDA_VISIBLE_DEVICES); run with --backend cpu instead";
+    return false;
+  }
+  if (n == 0) {
+    if (why)
+      *why = "the cuda backend needs a CUDA GPU, but the driver reports none (check nvidia-smi and "
+             "CUDA_VISIBLE_DEVICES); run with --backend cpu instead";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLASLt workspace (NVIDIA's Hopper recommendation)
+constexpr size_t kScalarBytes = 256;
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+int local_rank_from_env() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK", "LOCAL_RANK"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return -1;
+}
+
+bool is_comm_stream(Stream s) { return s != Stream::compute; }
+
+class CudaBackend;
+thread_local CudaBackend* tls_owner = nullptr;
+thread_local int tls_stream = -1;
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const StepIR& ir) : ir_(ir) {}
+  ~CudaBackend() override;
+
+  [[nodiscard]] std::string_view name() const override { return "cuda"; }
+  [[nodiscard]] bool synchronous() const override { return false; }
+
+  void setup(const RankPlan& plan, Transport& world) override;
+  std::vector<GroupComm*> comms() override {
+    std::vector<GroupComm*> out;
+    for (auto& c : blocking_) out.push_back(c.get());
+    return out;
+  }
+
+  void* allocate(int64_t bytes) override;
+  void deallocate(void* p, int64_t bytes) override;
+  void fill(void* p, const Buffer& b, const BufferPlan& how) override;
+  void to_host(void* host, const void* p, int64_t bytes) override;
+  void from_host(void* p, const void* host, int64_t bytes) override;
+
+  void attach_stream(Stream s) override {
+    tls_owner = this;
+    tls_stream = static_cast<int>(s);
+    PARALAB_CU(cudaSetDevice(device_));
+  }
+  void set_watchdog(double seconds) override { watchdog_s_ = seconds; }
+  void wait_for(Stream stream, OpId dep) override;
+  void run(Stream stream, const OpCall& call) override;
+
+  void begin_timing() override;
+  void op_begin(Stream stream, OpId op) override {
+    PARALAB_CU(cudaEventRecord(begin_ev_[op], streams_[static_cast<size_t>(stream)].stream));
+  }
+  void op_end(Stream stream, OpId op) override {
+    PARALAB_CU(cudaEventRecord(end_ev_[op], streams_[static_cast<size_t>(stream)].stream));
+    ran_[op] = 1;
+    ++cursor_[static_cast<size_t>(stream)];
+  }
+  [[nodiscard]] double now_us() const override {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_host_).count();
+  }
+  void timings(int64_t rank, std::vector<OpTiming>& out) override;
+  void synchronize() override;
+  void collect_loss(double& sum, int64_t& tokens) override;
+  [[nodiscard]] std::map<std::string, double> device_stats() const override;
+
+ private:
+  // The stream of the calling thread: a worker's IR stream, else the host stream.
+  [[nodiscard]] cudaStream_t current_stream(bool* host) const {
+    if (tls_owner == this && tls_stream >= 0) {
+      *host = false;
+      return streams_[static_cast<size_t>(tls_stream)].stream;
+    }
+    *host = true;
+    PARALAB_CU(cudaSetDevice(device_));
+    return host_stream_;
+  }
+  [[nodiscard]] std::string describe_pending() const;
+
+  const StepIR& ir_;
+  const RankPlan* plan_ = nullptr;
+  int64_t rank_ = 0;
+  int device_ = 0;
+  cudaDeviceProp prop_{};
+  bool fp8_ = false;
+  double watchdog_s_ = 60;
+  std::array<StreamRes, kStreams> streams_{};
+  cudaStream_t host_stream_ = nullptr;
+  void* scaler_ = nullptr;
+  double* loss_acc_ = nullptr;
+  std::atomic<int64_t> loss_tokens_{0};
+  std::atomic<int64_t> fp8_fallbacks_{0};
+  std::vector<CommSpec> specs_;
+  std::vector<std::unique_ptr<Comm>> comms_;  // index = specs_
+  std::vector<std::unique_ptr<GroupComm>> blocking_;  // index = RankPlan::comms slot
+  std::vector<OpComm> op_comms_;
+  std::vector<GemmPlan> gemm_plans_;
+  WaitPlan waits_;
+  std::vector<cudaEvent_t> begin_ev_, end_ev_;
+  cudaEvent_t origin_ev_ = nullptr;
+  std::vector<uint8_t> ran_;
+  std::array<size_t, kStreams> cursor_{};
+  std::chrono::steady_clock::time_point origin_host_ = std::chrono::steady_clock::now();
+  MemoryBreakdown planned_;
+  std::atomic<int64_t> live_bytes_{0};
+  double used_after_step_ = 0;
+  cudaMemPool_t pool_ = nullptr;
+};
+
+void CudaBackend::setup(const RankPlan& plan, Transport& world) {
+  plan_ = &plan;
+  rank_ = plan.rank;
+  try {
+    std::string why;
+    int count = 0;
+    if (!cuda_available(&why, &count)) throw ExecError(rank_, why);
+    const int local = local_rank_from_env();
+    device_ = thread_device() >= 0 ? thread_device() : (local >= 0 ? local : world.rank()) % count;
+    PARALAB_CU(cudaSetDevice(device_));
+    PARALAB_CU(cudaGetDeviceProperties(&prop_, device_));
+    const int cc = prop_.major * 10 + prop_.minor;
+    fp8_ = cc >= 89;
+    const Scenario& s = ir_.scenario;
+    if (s.training.precision == Precision::fp8 && !fp8_)
+      throw ExecError(rank_, "precision fp8 needs FP8 tensor cores (compute capability 8.9 Ada or 9.0 Hopper and "
+                             "newer, for cuBLASLt's e4m3 GEMMs); device " + std::to_string(device_) + " is " +
+                             prop_.name + " (sm_" + std::to_string(cc) + "); use precision bf16");
+
+    // The IR's memory for this rank must fit in what the device has free (collective verdict).
+    planned_ = replay_memory(*plan.graph);
+    size_t free_b = 0, total_b = 0;
+    PARALAB_CU(cudaMemGetInfo(&free_b, &total_b));
+    const double overhead = 1.0 * kGiB;  // context, NCCL buffers, cuBLASLt workspaces
+    int64_t bad = planned_.peak_total() + overhead > static_cast<double>(free_b) ? 1 : 0;
+    world.all_reduce(&bad, 1, ReduceOp::max);
+    if (bad)
+      throw ExecError(rank_, "the step needs about " + gib(planned_.peak_total()) + " on each GPU (the IR's peak: resident " +
+                                 gib(planned_.resident_total()) + " + transient " + gib(planned_.peak_transient) +
+                                 ", plus ~1 GiB of runtime overhead) but device " + std::to_string(device_) + " (" +
+                                 prop_.name + ") has " + gib(static_cast<double>(free_b)) + " free of " +
+                                 gib(static_cast<double>(total_b)) + " (or another rank's device is short); use a smaller "
+                                 "model, batch or sequence, or more parallelism");
+
+    // Stream-ordered pool: keep memory, never add cross-stream waits.
+    PARALAB_CU(cudaDeviceGetDefaultMemPool(&pool_, device_));
+    uint64_t keep = UINT64_MAX;
+    PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+    int no = 0;
+    PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no));
+
+    int least = 0, greatest = 0;
+    PARALAB_CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    PARALAB_CU(cudaStreamCreateWithFlags(&host_stream_, cudaStreamNonBlocking));
+    std::array<bool, kStreams> gemms{};
+    for (const Op& op : plan.graph->ops)
+      if (op.kind == OpKind::gemm) gemms[static_cast<size_t>(op.stream)] = true;
+    for (int i = 0; i < kStreams; ++i) {
+      if (!plan.stream_used[static_cast<size_t>(i)]) continue;
+      StreamRes& r = streams_[static_cast<size_t>(i)];
+      r.id = static_cast<Stream>(i);
+      PARALAB_CU(cudaStreamCreateWithPriority(&r.stream, cudaStreamNonBlocking, is_comm_stream(r.id) ? greatest : least));
+      if (gemms[static_cast<size_t>(i)]) r.lt = std::make_unique<LtGemm>(r.stream, kWorkspaceBytes);
+      PARALAB_CU(cudaMalloc(&r.scalars, kScalarBytes));
+    }
+
+    // fp16 loss scaling state and the loss accumulator live on the device.
+    kernels::LossScaleState st;
+    st.scale = static_cast<float>(s.training.initial_loss_scale);
+    PARALAB_CU(cudaMalloc(&scaler_, sizeof st));
+    PARALAB_CU(cudaMemcpy(scaler_, &st, sizeof st, cudaMemcpyHostToDevice));
+    PARALAB_CU(cudaMalloc(reinterpret_cast<void**>(&loss_acc_), sizeof(double)));
+
+    const StepGraph& g = *plan.graph;
+    begin_ev_.assign(g.ops.size(), nullptr);
+    end_ev_.assign(g.ops.size(), nullptr);
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      PARALAB_CU(cudaEventCreate(&begin_ev_[i]));
+      PARALAB_CU(cudaEventCreate(&end_ev_[i]));
+    }
+    PARALAB_CU(cudaEventCreate(&origin_ev_));
+    ran_.assign(g.ops.size(), 0);
+    gemm_plans_.resize(g.ops.size());
+    for (const Op& op : g.ops)
+      if (op.kind == OpKind::gemm) gemm_plans_[op.id] = plan_gemm(op, ir_.shape);
+    waits_ = plan_waits(g);
+
+    // Communicators: the same list, created in the same order, on every rank.
+    check_p2p_order(ir_);
+    specs_ = job_nccl_comms(ir_);
+    for (const CommSpec& spec : specs_) {
+      const std::vector<int64_t> members = comm_members(ir_, spec, rank_);
+      std::string label = spec.kind == CommSpec::Kind::slot ? plan.comms[static_cast<size_t>(spec.slot)].label() : spec.label();
+      comms_.push_back(create_comm(world, members, rank_, label));
+    }
+    blocking_.resize(plan.comms.size());
+    for (size_t i = 0; i < specs_.size(); ++i)
+      if (specs_[i].kind == CommSpec::Kind::slot && comms_[i])
+        blocking_[static_cast<size_t>(specs_[i].slot)] = make_blocking_comm(*comms_[i], device_);
+    op_comms_ = plan_op_comms(plan, specs_);
+  } catch (const ExecError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ExecError(rank_, std::string("cuda backend setup: ") + e.what());
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  const bool failing = std::uncaught_exceptions() > 0;
+  (void)cudaSetDevice(device_);
+  blocking_.clear();
+  for (auto& c : comms_) {
+    if (!c || !c->nccl) continue;
+    unregister_comm(c->nccl);
+    // On failure, abort: a peer may never complete what we started. Otherwise drain and destroy.
+    if (failing) (void)ncclCommAbort(c->nccl);
+    else (void)ncclCommDestroy(c->nccl);
+  }
+  comms_.clear();
+  for (auto* v : {&begin_ev_, &end_ev_})
+    for (cudaEvent_t e : *v)
+      if (e) (void)cudaEventDestroy(e);
+  if (origin_ev_) (void)cudaEventDestroy(origin_ev_);
+  for (StreamRes& r : streams_) {
+    r.lt.reset();
+    if (r.scalars) (void)cudaFree(r.scalars);
+    if (r.stream) (void)cudaStreamDestroy(r.stream);
+  }
+  if (scaler_) (void)cudaFree(scaler_);
+  if (loss_acc_) (void)cudaFree(loss_acc_);
+  if (host_stream_) (void)cudaStreamDestroy(host_stream_);
+}
+
+void* CudaBackend::allocate(int64_t bytes) {
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  const size_t n = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 255) / 256 * 256;
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocAsync(&p, n, s);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    (void)cudaMemGetInfo(&free_b, &total_b);
+    throw std::runtime_error(
+        "out of device memory: cudaMallocAsync of " + gib(static_cast<double>(n)) + " failed at " __FILE__ ":" +
+        std::to_string(__LINE__) + " (cudaErrorMemoryAllocation); this rank holds " +
+        gib(static_cast<double>(live_bytes_.load())) + " of paralab buffers, the IR predicts a peak of " +
+        gib(planned_.peak_total()) + " (resident " + gib(planned_.resident_total()) + " + transient " +
+        gib(planned_.peak_transient) + "); device " + std::to_string(device_) + " has " + gib(static_cast<double>(total_b)) +
+        " (" + gib(static_cast<double>(free_b)) + " free)");
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaMallocAsync(&p, n, stream)", __FILE__, __LINE__);
+  live_bytes_ += static_cast<int64_t>(n);
+  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+  return p;
+}
+
+void CudaBackend::deallocate(void* p, int64_t bytes) {
+  if (!p) return;
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  PARALAB_CU(cudaFreeAsync(p, s));
+  live_bytes_ -= static_cast<int64_t>((static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 255) / 256 * 256);
+  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+}
+
+void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  const bool is_float = b.dtype == DType::f32 || b.dtype == DType::bf16 || b.dtype == DType::f16;
+  switch (how.fill) {
+    case Fill::none: return;
+    case Fill::zero: PARALAB_CU(cudaMemsetAsync(p, 0, static_cast<size_t>(b.bytes()), s)); break;
+    case Fill::token_ids:
+      if (b.dtype != DType::i32) throw InternalError("token ids in a non-int32 buffer '" + b.name + "'");
+      dev::fill(p, dev::T::i32, b.elements, 4, how.key, how.global_offset, how.vocab, s);
+      break;
+    case Fill::poison:
+      if (!is_float) return;  // as the CPU backend: only float buffers are poisoned
+      dev::fill(p, dt(b.dtype), b.elements, 3, 0, 0, 0, s);
+      break;
+    case Fill::weights:
+    case Fill::moment1:
+    case Fill::moment2: {
+      if (!is_float) throw InternalError("random fill of a non-float buffer '" + b.name + "'");
+      const int kind = how.fill == Fill::weights ? 0 : how.fill == Fill::moment1 ? 1 : 2;
+      dev::fill(p, dt(b.dtype), b.elements, kind, how.key, how.global_offset, 0, s);
+      break;
+    }
+  }
+  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+}
+
+void CudaBackend::to_host(void* host_p, const void* p, int64_t bytes) {
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  PARALAB_CU(cudaMemcpyAsync(host_p, p, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s));
+  PARALAB_CU(cudaStreamSynchronize(s));  // verification snapshots and setup only: never in a timed step
+}
+
+void CudaBackend::from_host(void* p, const void* host_p, int64_t bytes) {
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  PARALAB_CU(cudaMemcpyAsync(p, host_p, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s));
+  PARALAB_CU(cudaStreamSynchronize(s));
+}
+
+void CudaBackend::wait_for(Stream stream, OpId dep) {
+  const auto si = static_cast<size_t>(stream);
+  const auto& order = plan_->graph->streams[si];
+  if (cursor_[si] >= order.size()) throw InternalError("cuda backend: wait_for past the end of stream " + std::string(to_string(stream)));
+  const auto& keep = waits_.waits[order[cursor_[si]]];
+  if (std::find(keep.begin(), keep.end(), dep) == keep.end()) return;  // implied by an earlier wait
+  PARALAB_CU(cudaStreamWaitEvent(streams_[si].stream, end_ev_[dep], 0));
+}
+
+void CudaBackend::run(Stream stream, const OpCall& call) {
+  StreamRes& r = streams_[static_cast<size_t>(stream)];
+  CudaOpContext ctx{*plan_, ir_.shape, ir_.scenario, r};
+  ctx.scaler = scaler_;
+  ctx.loss_acc = loss_acc_;
+  ctx.loss_tokens = &loss_tokens_;
+  ctx.comms = &comms_;
+  ctx.op_comms = &op_comms_;
+  ctx.gemm_plans = &gemm_plans_;
+  ctx.fp8 = fp8_;
+  ctx.fp8_fallbacks = &fp8_fallbacks_;
+  switch (call.op.kind) {
+    case OpKind::gemm:
+      if (!r.lt) throw InternalError("op " + op_label(call.op) + ": a GEMM on a stream without cuBLASLt");
+      run_gemm(call, ctx);
+      break;
+    case OpKind::attention_fwd:
+    case OpKind::attention_bwd: run_attention(call, ctx); break;
+    case OpKind::collective:
+    case OpKind::send:
+    case OpKind::recv:
+    case OpKind::sendrecv: run_comm(call, ctx); break;
+    default: run_kernel(call, ctx); break;
+  }
+}
+
+void CudaBackend::begin_timing() {
+  PARALAB_CU(cudaSetDevice(device_));
+  cursor_.fill(0);
+  std::fill(ran_.begin(), ran_.end(), 0);
+  loss_tokens_ = 0;
+  PARALAB_CU(cudaMemsetAsync(loss_acc_, 0, sizeof(double), host_stream_));
+  uint64_t zero = 0;
+  PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
+  PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &zero));
+  // Every stream is idle: an event recorded now on the host stream is the step's GPU origin.
+  PARALAB_CU(cudaEventRecord(origin_ev_, host_stream_));
+  PARALAB_CU(cudaEventSynchronize(origin_ev_));
+  origin_host_ = std::chrono::steady_clock::now();
+}
+
+void CudaBackend::timings(int64_t rank, std::vector<OpTiming>& out) {
+  for (OpId i = 0; i < ran_.size(); ++i) {
+    if (!ran_[i]) continue;
+    float b = 0, e = 0;
+    PARALAB_CU(cudaEventElapsedTime(&b, origin_ev_, begin_ev_[i]));
+    PARALAB_CU(cudaEventElapsedTime(&e, origin_ev_, end_ev_[i]));
+    out.push_back({rank, i, 1e3 * static_cast<double>(b), 1e3 * static_cast<double>(e)});
+  }
+}
+
+std::string CudaBackend::describe_pending() const {
+  const StepGraph& g = *plan_->graph;
+  std::string out;
+  for (int si = 0; si < kStreams; ++si) {
+    if (!streams_[static_cast<size_t>(si)].stream) continue;
+    const auto& order = g.streams[static_cast<size_t>(si)];
+    std::string where = "finished";
+    for (OpId id : order) {
+      if (!ran_[id]) break;
+      if (cudaEventQuery(end_ev_[id]) == cudaErrorNotReady) {
+        const Op& op = g.op(id);
+        where = "at op " + op_label(op);
+        if (const auto* c = op.collective())
+          where += " (" + std::string(to_string(c->kind)) + " of " + std::to_string(c->bytes) + " B over the " +
+                   std::string(to_string(c->group)) + " group)";
+        else if (const auto* p = op.p2p())
+          where += " (" + std::string(to_string(op.kind)) + " of " + std::to_string(p->bytes) + " B, " +
+                   std::string(to_string(p->group)) + " group, tag " + std::to_string(p->tag) + ")";
+        break;
+      }
+    }
+    (void)cudaGetLastError();
+    out += std::string(out.empty() ? "" : "; ") + std::string(to_string(static_cast<Stream>(si))) + " " + where;
+  }
+  return out;
+}
+
+void CudaBackend::synchronize() {
+  PARALAB_CU(cudaSetDevice(device_));
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t sleep_us = 0;
+  for (;;) {
+    bool busy = false;
+    for (const StreamRes& r : streams_) {
+      if (!r.stream) continue;
+      const cudaError_t q = cudaStreamQuery(r.stream);
+      if (q == cudaErrorNotReady) busy = true;
+      else if (q != cudaSuccess) throw ExecError(rank_, std::string("a CUDA error surfaced while the step ran: ") +
+                                                            cudaGetErrorName(q) + ": " + cudaGetErrorString(q) +
+                                                            " (streams: " + describe_pending() + ")");
+    }
+    if (!busy) break;
+    for (const auto& c : comms_)
+      if (c) {
+        try {
+          check_async(*c);
+        } catch (const std::exception& e) {
+          throw ExecError(rank_, std::string(e.what()) + " (streams: " + describe_pending() + ")");
+        }
+      }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited > watchdog_s_)
+      throw WatchdogError(rank_, "watchdog: the step's GPU work did not finish within " + std::to_string(watchdog_s_) +
+                                     " s of the last op being issued; " + describe_pending());
+    sleep_us = std::min<int64_t>(sleep_us + 20, 2000);
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+  }
+  size_t free_b = 0, total_b = 0;
+  PARALAB_CU(cudaMemGetInfo(&free_b, &total_b));
+  used_after_step_ = static_cast<double>(total_b - free_b);
+}
+
+void CudaBackend::collect_loss(double& sum, int64_t& tokens) {
+  double v = 0;
+  PARALAB_CU(cudaMemcpyAsync(&v, loss_acc_, sizeof v, cudaMemcpyDeviceToHost, host_stream_));
+  PARALAB_CU(cudaStreamSynchronize(host_stream_));
+  sum += v;
+  tokens += loss_tokens_.load();
+}
+
+std::map<std::string, double> CudaBackend::device_stats() const {
+  std::map<std::string, double> m;
+  m["device"] = device_;
+  m["compute_capability"] = prop_.major * 10 + prop_.minor;
+  m["device_total_gib"] = static_cast<double>(prop_.totalGlobalMem) / kGiB;
+  m["planned_peak_gib"] = planned_.peak_total() / kGiB;
+  uint64_t used = 0, reserved = 0;
+  if (pool_ && cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &used) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &reserved) == cudaSuccess) {
+    m["pool_used_high_gib"] = static_cast<double>(used) / kGiB;
+    m["pool_reserved_high_gib"] = static_cast<double>(reserved) / kGiB;
+  }
+  m["device_used_after_step_gib"] = used_after_step_ / kGiB;
+  size_t ws = 0;
+  for (const StreamRes& r : streams_)
+    if (r.lt) ws += r.lt->workspace_bytes();
+  m["cublaslt_workspace_gib"] = static_cast<double>(ws) / kGiB;
+  m["cross_stream_waits"] = static_cast<double>(waits_.kept);
+  m["ir_dependencies"] = static_cast<double>(waits_.ir_deps);
+  int nccl = 0;
+  for (const auto& c : comms_) nccl += c && c->nccl ? 1 : 0;
+  m["nccl_communicators"] = nccl;
+  m["fp8_fallback_gemms"] = static_cast<double>(fp8_fallbacks_.load());
+  return m;
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Backend> make_cuda_backend(const StepIR& ir) { return std::make_unique<cuda::CudaBackend>(ir); }
+
+}  // namespace paralab::exec

@@ -1,0 +1,132 @@
+// paralab exec/cuda — internals shared by the backend's op files: the per-stream resources
+// (CUDA stream, cuBLASLt handle, workspace and descriptor cache), stream-ordered scratch, and
+// the context an op is enqueued in. Host-only (g++).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "exec/backend.hpp"
+#include "exec/cuda/check.hpp"
+#include "exec/cuda/comm_plan.hpp"
+#include "exec/cuda/device_ops.hpp"
+#include "exec/cuda/gemm_plan.hpp"
+#include "exec/cuda/nccl_comm.hpp"
+#include "ir/model_shape.hpp"
+#include "kernels/dtype.hpp"
+
+namespace paralab::exec::cuda {
+
+inline dev::T dt(DType t) { return static_cast<dev::T>(static_cast<int>(t)); }
+
+inline kernels::Dtype kdt(DType t) {
+  switch (t) {
+    case DType::f32: return kernels::Dtype::f32;
+    case DType::bf16: return kernels::Dtype::bf16;
+    case DType::f16: return kernels::Dtype::f16;
+    default: break;
+  }
+  return static_cast<kernels::Dtype>(-1);  // rejected by the kernels' dtype checks
+}
+
+// Device scratch from the stream-ordered pool, released in stream order at scope exit (the
+// pool serves it again without a cudaMalloc after the first use).
+class Scratch {
+ public:
+  Scratch(int64_t bytes, cudaStream_t stream) : stream_(stream) {
+    PARALAB_CU(cudaMallocAsync(&p_, static_cast<size_t>(bytes > 0 ? bytes : 1), stream));
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    if (p_) (void)cudaFreeAsync(p_, stream_);
+  }
+  [[nodiscard]] void* get() const { return p_; }
+  [[nodiscard]] float* f() const { return static_cast<float*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// One cuBLASLt matmul in column-major terms (a BlasCall with pointers and types).
+struct LtCall {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  cudaDataType_t a_t = CUDA_R_32F, b_t = CUDA_R_32F, c_t = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  float beta = 0.0f;
+  const void* bias = nullptr;  // BIAS epilogue (type = c_t)
+  const float* a_scale = nullptr;  // fp8 dequantization scales (device)
+  const float* b_scale = nullptr;
+};
+
+// cuBLASLt on one stream: handle, workspace, and per-shape descriptors and the heuristic's
+// algorithm, cached (the same shapes recur every layer and micro-batch). One per stream: no locks.
+class LtGemm {
+ public:
+  LtGemm(cudaStream_t stream, size_t workspace_bytes);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+  // Enqueues the matmul. Returns false (nothing enqueued) only for fp8 calls the library has no
+  // algorithm for (the caller falls back to bf16); throws CallError otherwise.
+  bool run(const LtCall& c);
+  [[nodiscard]] size_t workspace_bytes() const { return ws_bytes_; }
+
+ private:
+  struct Entry {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool ok = false;
+  };
+  using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int, int, int, int, int, int, int, int>;
+  cudaStream_t stream_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+  std::map<Key, Entry> cache_;
+};
+
+struct StreamRes {
+  Stream id = Stream::compute;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<LtGemm> lt;
+  void* scalars = nullptr;  // 256 B of per-op device scalars (fp8 amax/scales, optimizer flags)
+};
+
+// What an op is enqueued with.
+struct CudaOpContext {
+  const RankPlan& plan;
+  const ModelShape& shape;
+  const Scenario& scenario;
+  StreamRes& res;
+  void* scaler = nullptr;          // device kernels::LossScaleState
+  double* loss_acc = nullptr;      // device: sum of this step's per-token losses
+  std::atomic<int64_t>* loss_tokens = nullptr;
+  const std::vector<std::unique_ptr<Comm>>* comms = nullptr;  // index = job_nccl_comms
+  const std::vector<OpComm>* op_comms = nullptr;
+  const std::vector<GemmPlan>* gemm_plans = nullptr;           // index = OpId
+  bool fp8 = false;                                            // FP8 tensor cores present
+  std::atomic<int64_t>* fp8_fallbacks = nullptr;
+  [[nodiscard]] cudaStream_t stream() const { return res.stream; }
+};
+
+void run_gemm(const OpCall& call, CudaOpContext& ctx);
+void run_attention(const OpCall& call, CudaOpContext& ctx);
+void run_kernel(const OpCall& call, CudaOpContext& ctx);
+void run_comm(const OpCall& call, CudaOpContext& ctx);
+
+}  // namespace paralab::exec::cuda

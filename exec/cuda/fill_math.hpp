@@ -1,0 +1,59 @@
+// paralab exec/cuda — exec/fill.hpp's fill values as host/device functions, so the CUDA backend
+// fills buffers on the device with the numbers the CPU backend computes on the host (a CPU test
+// checks equality bit for bit). Plain header: compiled by nvcc (device_ops.cu) and g++ (tests).
+// Products and sums use explicitly rounded operations on the device, so nvcc's FMA contraction
+// cannot change a bit relative to the host (which compiles ISO C++ without contraction).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PARALAB_FILL_HD __host__ __device__ __forceinline__
+#else
+#define PARALAB_FILL_HD inline
+#endif
+
+namespace paralab::exec::cuda::fillmath {
+
+PARALAB_FILL_HD uint64_t mix64(uint64_t x) {  // exec/plan.cpp: splitmix64 finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+PARALAB_FILL_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+PARALAB_FILL_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+PARALAB_FILL_HD float unit_uniform(uint64_t key, int64_t index) {
+  return mul_rn(static_cast<float>(mix64(key ^ mix64(static_cast<uint64_t>(index))) >> 40), 1.0f / 16777216.0f);
+}
+
+// kind: 0 weights (std 0.02), 1 moment1 (+-1e-3), 2 moment2 ([1e-8, 1e-6]).
+PARALAB_FILL_HD float fill_value(int kind, uint64_t key, int64_t index) {
+  const float u = unit_uniform(key, index);
+  switch (kind) {
+    case 0: return mul_rn(u - 0.5f, 2.0f * 0.02f * 1.7320508f);
+    case 1: return mul_rn(u - 0.5f, 2e-3f);
+    case 2: return add_rn(1e-8f, mul_rn(u, 1e-6f - 1e-8f));
+    default: return 0.0f;
+  }
+}
+
+PARALAB_FILL_HD int32_t token_id(uint64_t key, int64_t index, int64_t vocab) {
+  return static_cast<int32_t>((mix64(key ^ mix64(static_cast<uint64_t>(index))) >> 11) % static_cast<uint64_t>(vocab));
+}
+
+}  // namespace paralab::exec::cuda::fillmath
