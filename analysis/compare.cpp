@@ -130,6 +130,7 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
   std::sort(c.by_class.begin(), c.by_class.end(), [](const ClassError& a, const ClassError& b) {
     return a.measured_s > b.measured_s || (a.measured_s == b.measured_s && a.cls < b.cls);
   });
+  c.ops = errors;
   std::sort(errors.begin(), errors.end(), [](const OpError& a, const OpError& b) {
     const double ea = std::abs(a.predicted_us - a.measured_us), eb = std::abs(b.predicted_us - b.measured_us);
     return ea > eb || (ea == eb && (a.rank < b.rank || (a.rank == b.rank && a.op < b.op)));

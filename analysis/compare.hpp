@@ -38,6 +38,7 @@ struct Comparison {
   bool per_op = false;             // both inputs had per-op timings (traces)
   std::vector<ClassError> by_class;  // largest measured time first
   std::vector<OpError> largest;      // largest absolute error first
+  std::vector<OpError> ops;          // every joined op, in the measurement's order (reports)
   std::array<double, kCommClasses> exposed_predicted_s{}, exposed_measured_s{};
   double bubble_predicted = 0, bubble_measured = 0;  // fractions of the step
   double peak_memory_predicted_gib = 0, peak_memory_measured_gib = 0;

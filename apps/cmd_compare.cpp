@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "analysis/compare.hpp"
+#include "analysis/report.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 
@@ -10,6 +11,7 @@ namespace paralab::cli {
 namespace {
 const std::vector<OptionSpec> kOptions = {
     {"--top", true, "how many of the largest per-op errors to list (default 10)"},
+    {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE (needs traces)"},
     {"--help", false, "this help"},
 };
 }  // namespace
@@ -34,6 +36,14 @@ int run_compare(int argc, char** argv) {
   const LoadedResult p = read_result(a.require_positional(0, "PREDICTED"));
   const LoadedResult m = read_result(a.require_positional(1, "MEASURED"));
   const Comparison c = compare(p, m, top);
+  if (auto r = a.value("--report")) {
+    if (!c.per_op) throw UsageError("--report needs traces (--trace) of both runs, not summaries");
+    ReportInfo info;
+    info.title = "paralab compare: " + c.scenario;
+    info.notes = {"predicted: " + p.file.string() + " (" + p.result.backend + ", " + p.result.topology + ")",
+                  "measured: " + m.file.string() + " (" + m.result.backend + ", " + m.result.topology + ")"};
+    write_file_atomic(*r, html_report(p, m, c, info));
+  }
   if (a.flag("--json")) std::printf("%s\n", to_json(c).dump(2).c_str());
   else std::printf("%s", to_table(c).c_str());
   return 0;

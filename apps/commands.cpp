@@ -12,7 +12,11 @@ std::span<const Command> commands() {
       {"simulate", "predicted step time, throughput, MFU, memory and breakdown on the modeled hardware", &run_simulate,
        "paralab simulate SCENARIO [--json] [--trace FILE] [--set section.key=value ...]"},
       {"compare", "per-op and per-step error between a predicted and a measured result", &run_compare,
-       "paralab compare PREDICTED MEASURED [--json] [--top N]"},
+       "paralab compare PREDICTED MEASURED [--json] [--top N] [--report FILE.html]"},
+      {"calibrate", "measure this hardware with the executor's code and write a calibrated topology", &run_calibrate,
+       "paralab calibrate --backend cpu|cuda --out FILE [SCENARIO ...] [--ranks N] [--reps N] [--quick]"},
+      {"validate", "simulate, execute and compare a scenario in one go (calibrates this machine once)", &run_validate,
+       "paralab validate SCENARIO --backend cpu|cuda [--calibration FILE] [--json] [--report FILE.html]"},
   };
   return table;
 }

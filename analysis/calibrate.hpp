@@ -1,0 +1,98 @@
+// paralab — `paralab calibrate`: measure this machine with the executor's own code paths, fit
+// the simulator's parameters, write a topology the simulator accepts as it is
+// (docs/calibration.md).
+//
+//   exec::Transport& world = ...;                 // every rank of the calibration job
+//   calib::CalibrationResult r = calib::run_calibration(world, options);   // collective
+//   if (world.rank() == 0) write(calib::topology_toml(r));
+//
+// What is measured, by every rank of the job at once (so each rank sees the contention of the
+// real run: the same number of busy ranks on the host's cores):
+//   1. the compute ops of the given scenarios, each rank replaying the scenario rank it stands
+//      for (measure.hpp: Replayer), every distinct (GEMM shape, math) and (kernel kind, bytes);
+//   2. a sweep of small one-layer models (GEMM shapes and kernel sizes around and beyond the
+//      scenarios', fp32 and bf16) for the fits;
+//   3. collectives and ring transfers over sizes on groups of 2 and of all ranks;
+//   4. the streaming memory bandwidth each rank gets (a large copy).
+// Rank 0 pools every rank's samples (medians), fits (fit.hpp) and builds the topology.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/fit.hpp"
+#include "analysis/measure.hpp"
+#include "exec/comm.hpp"
+#include "ir/topology.hpp"
+
+namespace paralab::calib {
+
+struct CalibrateOptions {
+  std::string backend = "cpu";
+  std::vector<std::filesystem::path> scenarios;  // measure exactly their ops
+  std::vector<std::string> sets;                 // --set overrides applied to every scenario
+  std::filesystem::path base_topology;           // default: the first scenario's, else cpu-host
+  int reps = 5;                                  // timed passes per job (after one warm-up pass)
+  bool sweep = true;                             // the shape sweep for the fits
+  bool comm = true;                              // collectives and transfers
+  bool quick = false;                            // a smaller sweep and fewer sizes (tests)
+  // Called on rank 0 with the fraction done and what is being measured.
+  std::function<void(double, const std::string&)> progress;
+};
+
+struct HostInfo {
+  std::string hostname, cpu_model, cpu_flags_summary;  // "avx2 fma", "avx512f fma"
+  int cores = 0;               // online logical CPUs
+  double cpu_mhz = 0;          // /proc/cpuinfo (nominal on VMs)
+  double theoretical_fp32_tflops_per_core = 0;
+  double l2_mib = 0, mem_total_gib = 0;
+  std::string loadavg_start, loadavg_end;  // /proc/loadavg
+};
+HostInfo host_info();
+
+struct CalibrationResult {
+  std::string backend;
+  int ranks = 1;                         // processes in the calibration job (busy at once)
+  int reps = 0;
+  std::vector<std::string> scenarios;    // names of the scenarios measured exactly
+  std::string started_utc;
+  double wall_s = 0;
+  HostInfo host;
+  std::string paralab_version;
+
+  std::vector<OpSamples> compute;        // pooled over ranks; one per key
+  std::vector<CommPoint> comm;           // pooled over members
+  double copy_gbps = 0;                  // streaming copy bandwidth per rank (median over ranks)
+
+  std::map<MathMode, GemmFit> gemm;      // per math mode measured
+  StreamFit stream;                      // all memory-bound kernels together
+  std::map<std::string, StreamFit> stream_by_kind;
+  bool have_comm_fit = false;
+  AlphaBetaFit comm_fit;
+  double flash_fwd_efficiency = 0, flash_bwd_efficiency = 0;  // 0: not measured
+
+  Topology base;                         // the topology the fitted values replace
+};
+
+// Collective over `world`: every rank calls it with the same options. Rank 0 gets the pooled
+// samples and the fits; other ranks get an empty result. Throws on bad scenarios (ConfigError)
+// and on backend failures (exec::ExecError).
+CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions& opts);
+
+// Fits the models to pooled samples (rank 0 of run_calibration does this; exposed for tests).
+void fit_all(CalibrationResult& r);
+
+// The calibrated topology: `base` with the fitted device, link and collective parameters and
+// every measured point as [[calibration.gemm]] / [[calibration.kernel]].
+Topology calibrated_topology(const CalibrationResult& r);
+// The same as a topology file, every value commented with how and when it was measured.
+std::string topology_toml(const CalibrationResult& r);
+
+// "0.1.0+<hash of this executable>": what calibration caches are keyed by.
+std::string paralab_version();
+
+}  // namespace paralab::calib

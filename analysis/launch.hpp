@@ -1,0 +1,66 @@
+// paralab — launching paralab's own multi-rank jobs: `paralab validate` runs `mpirun -np N
+// paralab execute ...` and `paralab calibrate` runs its ranks the same way, so a calibration
+// measures the machine under exactly the launch (binding, oversubscription) that the execution
+// it predicts uses.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace paralab::calib {
+
+// This process's rank and world size as the MPI launcher set them (Open MPI, PMI, PMIx);
+// -1 / 0 when not launched by one.
+int launcher_rank();
+int launcher_size();
+
+// The executable of this process (/proc/self/exe).
+std::filesystem::path self_executable();
+
+struct Launcher {
+  std::vector<std::string> prefix;  // e.g. {"mpirun", "-np", "4", "--oversubscribe"}; empty for one rank
+  std::vector<std::string> env;     // "NAME=value" added to the child's environment
+  std::string description;          // the command line as a user would type it
+};
+
+// How to start `np` ranks here: Open MPI's mpirun with --oversubscribe (several ranks per core
+// on small hosts), and as root OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1; MPICH's mpiexec as is. One
+// rank runs without a launcher. Throws std::runtime_error when np > 1 and no mpirun is found
+// (it names what to install). $PARALAB_MPIRUN overrides the launcher program.
+Launcher make_launcher(int np);
+
+struct ProcessResult {
+  int exit_code = -1;     // the child's exit status; 128 + signal when killed
+  bool timed_out = false;
+  std::string out;        // everything the child wrote on stdout
+};
+
+// Runs `argv` (argv[0] searched in PATH) with `env` added, stdout captured, stderr passed line
+// by line to `on_stderr` (or to this process's stderr when empty). Kills the child's process
+// group after `timeout_s` (0 = none).
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::function<void(const std::string&)>& on_stderr = {}, double timeout_s = 0);
+
+// A progress bar on stderr, drawn only when stderr is a terminal (otherwise silent).
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string title);
+  ~ProgressBar();
+  void update(double fraction, const std::string& what);
+  void done();
+  [[nodiscard]] bool active() const { return tty_; }
+
+ private:
+  std::string title_;
+  bool tty_ = false, finished_ = false;
+  int last_permille_ = -1;
+  std::string last_what_;
+};
+
+// Progress lines a worker prints on stderr for its parent to draw: "@paralab-progress F WHAT".
+std::string progress_line(double fraction, const std::string& what);
+bool parse_progress_line(const std::string& line, double& fraction, std::string& what);
+
+}  // namespace paralab::calib

@@ -1,0 +1,282 @@
+// paralab — validate: calibration (cached), simulation, execution, comparison.
+#include "analysis/validate.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "analysis/calibrate.hpp"
+#include "analysis/launch.hpp"
+#include "ir/scenario_loader.hpp"
+#include "sim/simulate.hpp"
+
+namespace paralab::calib {
+
+// ---- Communication timed as the simulator times it -----------------------------------------------
+
+int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
+  std::map<std::pair<int64_t, OpId>, size_t> at;
+  for (size_t i = 0; i < M.ops.size(); ++i) at[{M.ops[i].rank, M.ops[i].op}] = i;
+  std::map<int64_t, bool> ranks;
+  for (const OpTiming& t : M.ops) ranks[t.rank] = true;
+  // Per rank: cross-stage collectives by (tag, occurrence); transfers by (tag, is_send).
+  std::map<int64_t, std::map<std::pair<uint32_t, int>, OpId>> cross;
+  std::map<int64_t, std::map<std::pair<uint32_t, bool>, OpId>> p2p;
+  std::map<std::pair<int64_t, OpId>, std::pair<uint32_t, int>> cross_key;
+  for (const auto& [rank, unused] : ranks) {
+    const StepGraph& g = ir.graph_for(rank);
+    std::map<uint32_t, int> seen;
+    for (const Op& op : g.ops) {
+      if (const auto* c = op.collective()) {
+        if (c->group == GroupKind::tp || c->group == GroupKind::cp || c->group == GroupKind::dp) continue;
+        const std::pair<uint32_t, int> key{c->tag, seen[c->tag]++};
+        cross[rank][key] = op.id;
+        cross_key[{rank, op.id}] = key;
+      } else if (const auto* p = op.p2p()) {
+        if (op.kind == OpKind::send) p2p[rank][{p->tag, true}] = op.id;
+        else if (op.kind == OpKind::recv) p2p[rank][{p->tag, false}] = op.id;
+      }
+    }
+  }
+  auto start_of = [&](int64_t rank, OpId op, double& s) {
+    auto it = at.find({rank, op});
+    if (it != at.end()) s = std::max(s, M.ops[it->second].start_us);
+  };
+  std::vector<double> start(M.ops.size());
+  int64_t moved = 0;
+  for (size_t i = 0; i < M.ops.size(); ++i) {
+    const OpTiming& t = M.ops[i];
+    const Op& op = ir.graph_for(t.rank).op(t.op);
+    double s = t.start_us;
+    if (const auto* c = op.collective()) {
+      const std::vector<int64_t> members = ir.group_of(t.rank, op);
+      if (c->group == GroupKind::tp || c->group == GroupKind::cp || c->group == GroupKind::dp) {
+        for (int64_t m : members) start_of(m, t.op, s);  // same stage: the same op id
+      } else {
+        const auto key = cross_key.at({t.rank, t.op});
+        for (int64_t m : members) {
+          auto r = cross.find(m);
+          if (r == cross.end()) continue;
+          auto o = r->second.find(key);
+          if (o != r->second.end()) start_of(m, o->second, s);
+        }
+      }
+    } else if (const auto* p = op.p2p()) {
+      if (op.kind == OpKind::sendrecv) {
+        for (int64_t m : ir.group_of(t.rank, op)) start_of(m, t.op, s);  // a ring shift: symmetric in the stage
+      } else {
+        const bool send = op.kind == OpKind::send;
+        const int64_t peer = ir.peer_of(t.rank, op, send);
+        auto r = p2p.find(peer);
+        if (peer >= 0 && r != p2p.end()) {
+          auto o = r->second.find({p->tag, !send});
+          if (o != r->second.end()) start_of(peer, o->second, s);
+        }
+      }
+    }
+    start[i] = std::min(s, t.end_us);
+    if (start[i] != t.start_us) ++moved;
+  }
+  for (size_t i = 0; i < M.ops.size(); ++i) M.ops[i].start_us = start[i];
+  return moved;
+}
+
+// ---- Cache ------------------------------------------------------------------------------------------
+
+std::filesystem::path cache_dir() {
+  if (const char* e = std::getenv("PARALAB_CACHE_DIR"); e && *e) return e;
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::filesystem::path(e) / "paralab";
+  if (const char* e = std::getenv("HOME"); e && *e) return std::filesystem::path(e) / ".cache" / "paralab";
+  return std::filesystem::temp_directory_path() / ("paralab-cache-" + std::to_string(getuid()));
+}
+
+std::filesystem::path cached_calibration_path(const Scenario& s, const std::string& backend) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "localhost");
+  std::string digest = scenario_digest(s);
+  if (digest.size() > 12) digest.resize(12);
+  std::string version = paralab_version();
+  for (char& c : version)
+    if (c == '+' || c == '/') c = '-';
+  return cache_dir() / "calibration" / host /
+         (backend + "-np" + std::to_string(s.world_size()) + "-" + s.name + "-" + digest + "-" + version + ".toml");
+}
+
+// ---- Validate ---------------------------------------------------------------------------------------
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+std::string tail(const std::vector<std::string>& lines, size_t n) {
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+}  // namespace
+
+ValidateOutcome validate(const ValidateOptions& opts) {
+  const auto t0 = clock_type::now();
+  auto log = [&](const std::string& s) {
+    if (opts.log) opts.log(s);
+  };
+  ValidateOutcome v;
+  const Scenario s = load_scenario(opts.scenario, opts.sets);
+  v.scenario = s.name;
+  const int64_t N = s.world_size();
+  const std::filesystem::path exe = opts.paralab.empty() ? self_executable() : opts.paralab;
+  std::filesystem::create_directories(opts.work_dir);
+
+  // 1. Calibration.
+  if (!opts.calibration.empty()) {
+    if (!std::filesystem::is_regular_file(opts.calibration))
+      throw std::runtime_error("calibration file not found: " + opts.calibration.string());
+    v.calibration = opts.calibration;
+  } else {
+    v.calibration = cached_calibration_path(s, opts.backend);
+    if (opts.recalibrate || !std::filesystem::is_regular_file(v.calibration)) {
+      const auto tc = clock_type::now();
+      std::filesystem::create_directories(v.calibration.parent_path());
+      log("calibrating this machine for '" + s.name + "' (" + std::to_string(N) + " rank" + (N == 1 ? "" : "s") +
+          ", once; cached in " + v.calibration.string() + ")");
+      std::vector<std::string> cmd = {exe.string(), "calibrate", opts.scenario.string(), "--backend", opts.backend,
+                                      "--out", v.calibration.string(), "--progress-lines"};
+      if (opts.quick_calibration) cmd.push_back("--quick");
+      for (const auto& x : opts.sets) {
+        cmd.push_back("--set");
+        cmd.push_back(x);
+      }
+      std::vector<std::string> err;
+      const ProcessResult r = run_process(cmd, {}, [&](const std::string& line) {
+        double f = 0;
+        std::string what;
+        if (parse_progress_line(line, f, what)) {
+          if (opts.progress) opts.progress(f, what);
+          return;
+        }
+        err.push_back(line);
+      }, opts.timeout_s);
+      if (r.exit_code != 0)
+        throw std::runtime_error("paralab calibrate failed (exit code " + std::to_string(r.exit_code) +
+                                 (r.timed_out ? ", timed out" : "") + "):\n" + tail(err, 20));
+      v.calibration_made = true;
+      v.calibrate_s = since(tc);
+    } else {
+      log("calibration: " + v.calibration.string() + " (cached)");
+    }
+  }
+
+  // 2. Simulate on the calibrated topology.
+  {
+    const auto ts = clock_type::now();
+    std::vector<std::string> sets = opts.sets;
+    sets.push_back("cluster.topology=" + std::filesystem::absolute(v.calibration).string());
+    const Scenario sc = load_scenario(opts.scenario, sets);
+    const StepIR ir = build_step_ir(sc);
+    const sim::Simulation sim = sim::simulate(ir);
+    const std::filesystem::path p = opts.work_dir / "predicted.json";
+    std::ofstream(p) << trace_json(sim.result, ir);
+    v.predicted = read_result(p);
+    v.simulate_s = since(ts);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "simulated: %.4g s per step on %s (%.2f s)", sim.result.step_time_s,
+                  sc.topology.name.c_str(), v.simulate_s);
+    log(buf);
+  }
+
+  // 3. Execute: the launch a user would type, a warm-up step, the measured one.
+  const Launcher l = make_launcher(static_cast<int>(N));
+  v.launch = l.description + (l.description.empty() || l.prefix.empty() ? "" : " ") + exe.string() + " execute " +
+             opts.scenario.string() + " --backend " + opts.backend + " --steps " + std::to_string(opts.steps);
+  std::vector<std::pair<double, int>> runs;
+  std::vector<nlohmann::json> summaries;
+  const auto te = clock_type::now();
+  for (int run = 0; run < std::max(1, opts.runs); ++run) {
+    const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
+    std::vector<std::string> cmd = l.prefix;
+    for (const std::string& x : std::vector<std::string>{exe.string(), "execute", opts.scenario.string(), "--backend",
+                                                         opts.backend, "--trace", trace.string(), "--steps",
+                                                         std::to_string(std::max(1, opts.steps)), "--json"})
+      cmd.push_back(x);
+    for (const auto& x : opts.sets) {
+      cmd.push_back("--set");
+      cmd.push_back(x);
+    }
+    log("executing (run " + std::to_string(run + 1) + " of " + std::to_string(std::max(1, opts.runs)) + "): " + v.launch);
+    std::vector<std::string> err;
+    const ProcessResult r = run_process(cmd, l.env, [&](const std::string& line) { err.push_back(line); }, opts.timeout_s);
+    if (r.exit_code != 0)
+      throw std::runtime_error("paralab execute failed (exit code " + std::to_string(r.exit_code) +
+                               (r.timed_out ? ", timed out" : "") + "):\n" + tail(err, 20));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(r.out);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("paralab execute printed no JSON summary: ") + e.what());
+    }
+    const double step = j.at("step_time_s").get<double>();
+    runs.emplace_back(step, run);
+    summaries.push_back(j);
+    v.run_step_times_s.push_back(step);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "measured: %.4g s per step", step);
+    log(buf);
+  }
+  v.execute_s = since(te);
+  std::sort(runs.begin(), runs.end());
+  const int chosen = runs[(runs.size() - 1) / 2].second;
+  v.measured_summary = summaries[static_cast<size_t>(chosen)];
+  v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
+
+  // 4. Compare, communication timed as simulated.
+  {
+    const StepIR ir = build_step_ir(s);
+    v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
+  }
+  v.comparison = compare(v.predicted, v.measured, 10);
+  v.total_s = since(t0);
+  return v;
+}
+
+nlohmann::json validate_json(const ValidateOutcome& v) {
+  nlohmann::json j;
+  j["scenario"] = v.scenario;
+  j["predicted"] = summary_json(v.predicted.result);
+  j["measured"] = v.measured_summary.is_null() ? summary_json(v.measured.result) : v.measured_summary;
+  j["step_time_error_pct"] = v.comparison.step_time_error_pct;
+  j["op_mape_pct"] = v.comparison.op_mape_pct;
+  j["comparison"] = to_json(v.comparison);
+  j["calibration"] = {{"file", v.calibration.string()}, {"made_now", v.calibration_made}, {"wall_s", v.calibrate_s}};
+  j["execute"] = {{"command", v.launch}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
+                  {"comm_ops_aligned", v.comm_ops_aligned}};
+  j["simulate_wall_s"] = v.simulate_s;
+  j["wall_s"] = v.total_s;
+  return j;
+}
+
+std::string validate_table(const ValidateOutcome& v) {
+  std::string out;
+  char buf[512];
+  const Comparison& c = v.comparison;
+  std::snprintf(buf, sizeof buf,
+                "validate    %s\ncalibration %s%s\nexecuted    %s\n\nstep time   predicted %.4g s, measured %.4g s: error %+.1f%%\n"
+                "per op      MAPE %.1f%% over %lld ops (communication timed from when its last participant arrived)\n\n",
+                v.scenario.c_str(), v.calibration.string().c_str(), v.calibration_made ? " (made now)" : "", v.launch.c_str(),
+                c.predicted_step_s, c.measured_step_s, c.step_time_error_pct, c.op_mape_pct, (long long)c.ops_scored);
+  out += buf;
+  out += to_table(c);
+  std::snprintf(buf, sizeof buf, "\nwall time   %.1f s (calibrate %.1f s, simulate %.2f s, execute %.1f s)\n", v.total_s, v.calibrate_s,
+                v.simulate_s, v.execute_s);
+  out += buf;
+  return out;
+}
+
+}  // namespace paralab::calib

@@ -1,0 +1,79 @@
+// paralab — `paralab validate`: simulate, execute and compare a scenario in one go
+// (docs/calibration.md, "Validate").
+//
+//   1. calibration: the given file, else the cached one for (host, backend, ranks, scenario,
+//      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it);
+//   2. simulate the scenario on the calibrated topology (its trace);
+//   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace ...` (the launch of
+//      launch.hpp), a warm-up step then the measured one, possibly several runs (the median);
+//   4. compare op by op, communication timed as the simulator times it (align_comm_starts).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.hpp"
+#include "ir/step_ir.hpp"
+#include "results/result_io.hpp"
+
+namespace paralab::calib {
+
+// A measured communication op's interval includes the time it waited for the other side (a
+// receive posted long before the send, a collective's early members). The simulator starts a
+// transfer when both sides are ready and a collective when every member has arrived (that wait
+// is idle time, not communication). This moves each measured communication op's start to the
+// latest start among the ops it must meet (the peer's matching send/recv by tag; the group's
+// members' same collective, matched across stages by tag and occurrence), never past its end.
+// Returns how many ops moved. Step-level figures are not recomputed (the step still spans the
+// first op start to the last op end as measured).
+int64_t align_comm_starts(StepResult& measured, const StepIR& ir);
+
+// Where calibrations are cached: $PARALAB_CACHE_DIR, else $XDG_CACHE_HOME/paralab, else
+// ~/.cache/paralab, else <tmp>/paralab-cache-<uid>; calibrations under calibration/<host>/.
+std::filesystem::path cache_dir();
+// The cached calibration for a scenario (need not exist yet): keyed by host, backend, ranks,
+// the scenario's name and digest (model, training, layout) and the paralab version.
+std::filesystem::path cached_calibration_path(const Scenario& s, const std::string& backend);
+
+struct ValidateOptions {
+  std::filesystem::path scenario;
+  std::vector<std::string> sets;
+  std::string backend = "cpu";
+  std::filesystem::path calibration;  // empty: cached, or made now
+  bool recalibrate = false;           // ignore the cache
+  bool quick_calibration = false;     // calibrate --quick when one is made
+  int steps = 2;                      // per execution: warm-up steps + the measured one
+  int runs = 1;                       // executions; the one with the median step time is compared
+  std::filesystem::path paralab;      // the executable to launch (default: this one)
+  std::filesystem::path work_dir;     // traces go here (created)
+  double timeout_s = 3600;            // per child process
+  std::function<void(const std::string&)> log;        // what happens, for people
+  std::function<void(double, const std::string&)> progress;  // calibration progress
+};
+
+struct ValidateOutcome {
+  std::string scenario;
+  std::filesystem::path calibration;
+  bool calibration_made = false;
+  std::string launch;                  // the execute command line
+  LoadedResult predicted, measured;    // measured: communication aligned (align_comm_starts)
+  nlohmann::json measured_summary;     // execute --json of the compared run
+  Comparison comparison;
+  std::vector<double> run_step_times_s;
+  double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
+  int64_t comm_ops_aligned = 0;
+};
+
+// Throws ConfigError (bad scenario) or std::runtime_error (a child failed; the message has the
+// end of its output).
+ValidateOutcome validate(const ValidateOptions& opts);
+
+// DESIGN.md's fields: predicted, measured, step_time_error_pct, op_mape_pct; and the details.
+nlohmann::json validate_json(const ValidateOutcome& v);
+std::string validate_table(const ValidateOutcome& v);
+
+}  // namespace paralab::calib

@@ -1,0 +1,121 @@
+// paralab validate — simulate, execute and compare a scenario in one go (docs/calibration.md).
+//
+//   paralab validate scenarios/quickstart.toml --backend cpu --report report.html
+//
+// Without --calibration it uses the calibration cached for this host, scenario and paralab
+// build, or makes one (`paralab calibrate`, once). It launches the execution itself
+// (`mpirun -np N paralab execute ...` when the scenario has N > 1 ranks).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "analysis/launch.hpp"
+#include "analysis/report.hpp"
+#include "analysis/validate.hpp"
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+
+namespace paralab::cli {
+
+namespace {
+
+const std::vector<OptionSpec> kOptions = {
+    {"--backend", true, "cpu | cuda (default cpu)"},
+    {"--calibration", true, "a calibrated topology (paralab calibrate --out); default: cached or made now"},
+    {"--recalibrate", false, "make a new calibration even if one is cached"},
+    {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
+    {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
+    {"--out-dir", true, "keep the predicted and measured traces in DIR (default: a temporary directory)"},
+    {"--steps", true, "optimizer steps per execution, the last measured (default 2: one warm-up)"},
+    {"--runs", true, "executions; the one with the median step time is compared (default 1)"},
+    {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
+    {"--help", false, "this help"},
+};
+
+int parse_int(const std::string& opt, const std::string& v, int lo, int hi) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end || x < lo || x > hi)
+    throw UsageError(opt + " needs a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+int run_validate(int argc, char** argv) {
+  Args a;
+  calib::ValidateOptions o;
+  std::filesystem::path tmp;
+  try {
+    a = parse(argc, argv, 1, kOptions);
+    if (a.flag("--help")) {
+      std::printf("usage: paralab validate SCENARIO --backend cpu|cuda [options]\n"
+                  "  Simulates SCENARIO on a calibrated topology of this machine, executes it (launching mpirun\n"
+                  "  itself), and compares step time and every op. Calibrations are cached under %s.\n%s",
+                  (calib::cache_dir() / "calibration").string().c_str(), options_help(kOptions).c_str());
+      return 0;
+    }
+    o.scenario = a.require_positional(0, "SCENARIO");
+    o.sets = a.sets;
+    o.backend = a.value("--backend").value_or("cpu");
+    if (o.backend != "cpu" && o.backend != "cuda") throw UsageError("--backend must be cpu or cuda, got '" + o.backend + "'");
+    if (auto c = a.value("--calibration")) o.calibration = *c;
+    o.recalibrate = a.flag("--recalibrate");
+    o.quick_calibration = a.flag("--quick-calibration");
+    if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
+    if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);
+    if (auto t = a.value("--timeout")) o.timeout_s = parse_int("--timeout", *t, 1, 7 * 24 * 3600);
+    if (calib::launcher_size() > 0) throw UsageError("run validate without mpirun: it launches the ranks itself");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "paralab validate: %s\nusage: paralab validate SCENARIO --backend cpu|cuda [options]\n", e.what());
+    return 2;
+  }
+  if (auto d = a.value("--out-dir")) {
+    o.work_dir = *d;
+  } else {
+    std::string t = (std::filesystem::temp_directory_path() / "paralab-validate-XXXXXX").string();
+    if (!mkdtemp(t.data())) {
+      std::fprintf(stderr, "paralab validate: error: cannot create a temporary directory\n");
+      return 1;
+    }
+    tmp = o.work_dir = t;
+  }
+  calib::ProgressBar bar("calibrate");
+  o.log = [&](const std::string& s) {
+    bar.done();
+    std::fprintf(stderr, "%s\n", s.c_str());
+  };
+  o.progress = [&](double f, const std::string& what) { bar.update(f, what); };
+  int status = 0;
+  try {
+    const calib::ValidateOutcome v = calib::validate(o);
+    bar.done();
+    if (auto r = a.value("--report")) {
+      ReportInfo info;
+      info.title = "paralab validate: " + v.scenario;
+      info.notes = {"backend " + o.backend + "; calibration " + v.calibration.string(),
+                    "executed: " + v.launch,
+                    "communication ops are timed from when their last participant arrived, as the simulator times them"};
+      write_file_atomic(*r, html_report(v.predicted, v.measured, v.comparison, info));
+    }
+    if (a.flag("--json")) std::printf("%s\n", calib::validate_json(v).dump(2).c_str());
+    else std::printf("%s", calib::validate_table(v).c_str());
+  } catch (const ConfigError& e) {
+    bar.done();
+    std::fprintf(stderr, "paralab validate: error: %s\n", e.what());
+    status = 2;
+  } catch (const std::exception& e) {
+    bar.done();
+    std::fprintf(stderr, "paralab validate: error: %s\n", e.what());
+    status = 1;
+  }
+  if (!tmp.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+  }
+  return status;
+}
+
+}  // namespace paralab::cli

@@ -1,0 +1,185 @@
+// paralab tests — the calibrated topology: written from measurements, it loads as a topology,
+// simulates, and the simulator takes the measured time of every op whose shape was measured;
+// the fitted device and link values land in the documented keys. Validate's alignment of
+// measured communication to the simulator's definition.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "analysis/calibrate.hpp"
+#include "analysis/validate.hpp"
+#include "ir/step_ir.hpp"
+#include "ir/topology_loader.hpp"
+#include "results/result_io.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/simulate.hpp"
+#include "../ir/test_util.hpp"
+
+using namespace paralab;
+using namespace paralab::calib;
+
+namespace {
+
+std::string cpu_scenario(const std::string& topology, int tensor = 2, int pipeline = 1) {
+  return "[model]\npreset = \"tiny\"\nnum_layers = 4\n[training]\nglobal_batch_size = 4\nmicro_batch_size = 1\n"
+         "precision = \"fp32\"\n[parallel]\ntensor = " + std::to_string(tensor) + "\npipeline = " + std::to_string(pipeline) +
+         "\n[cluster]\ntopology = \"" + topology + "\"\nnodes = 1\ndevices_per_node = " + std::to_string(tensor * pipeline) + "\n";
+}
+
+// A synthetic calibration: every compute op of the IR "measured" at a time that is a known
+// function of its work; communication on the alpha-beta model with known parameters.
+CalibrationResult synthetic_result(const StepIR& ir) {
+  CalibrationResult r;
+  r.backend = "cpu";
+  r.ranks = static_cast<int>(ir.layout.world());
+  r.reps = 3;
+  r.started_utc = "2024-01-01T00:00:00Z";
+  r.host.hostname = "test-host";
+  r.host.cpu_model = "Test CPU";
+  r.host.cores = 2;
+  r.host.cpu_mhz = 2000;
+  r.host.theoretical_fp32_tflops_per_core = 0.064;
+  r.paralab_version = "0.1.0+test";
+  r.base = load_topology(data_dir() / "topologies" / "cpu-host.toml");
+  std::map<OpKey, OpSamples> seen;
+  for (const StepGraph& g : ir.stages)
+    for (const Op& op : g.ops) {
+      if (is_comm(op.kind)) continue;
+      const OpKey k = op_key(op);
+      OpSamples& s = seen[k];
+      if (!s.us.empty()) continue;
+      s.key = k;
+      s.flops = op.flops;
+      s.bytes = op.bytes;
+      s.exec_flops = op.flops * (op.attention() ? 0.5 : 1.0);
+      s.origin = "scenario test";
+      const double t = op.gemm() ? 3.0 + op.flops / 40e3 : op.attention() ? 2.0 + s.exec_flops / 8e3 : 1.5 + op.bytes / 6e3;
+      s.us = {t * 0.98, t, t * 1.03};
+    }
+  for (auto& [k, s] : seen) r.compute.push_back(s);
+  for (CommPattern p : {CommPattern::all_reduce, CommPattern::all_gather, CommPattern::send_recv})
+    for (int64_t bytes = 256; bytes <= (int64_t{1} << 20); bytes *= 16)
+      r.comm.push_back({p, DType::f32, 2, bytes, {20.0 + comm_steps(p, 2) * 4.0 + comm_wire_bytes(p, 2, static_cast<double>(bytes)) / 3e3}, 0});
+  r.copy_gbps = 10.0;
+  fit_all(r);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a calibrated topology loads, simulates and takes the measured op times", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  const CalibrationResult r = synthetic_result(base_ir);
+
+  // The fits found the synthetic parameters.
+  REQUIRE(r.gemm.count(MathMode::f32));
+  CHECK(r.gemm.at(MathMode::f32).flop_per_us == Approx(40e3).epsilon(0.05));
+  REQUIRE(r.have_comm_fit);
+  CHECK(r.comm_fit.launch_us == Approx(20).epsilon(0.02));
+  CHECK(r.comm_fit.step_us == Approx(4).epsilon(0.02));
+  CHECK(r.comm_fit.gbps() == Approx(3.0).epsilon(0.02));
+
+  test::TempFile topo(topology_toml(r), "calibrated.toml");
+  const Topology t = load_topology(topo.path());  // the simulator accepts it as it is
+  CHECK(t.name == "cpu-host-calibrated");
+  CHECK(t.device.kind == DeviceKind::cpu);
+  CHECK(t.node.intra_link.bw_gbps == Approx(3.0).epsilon(0.02));
+  CHECK(t.node.intra_link.lat_us == Approx(4.0).epsilon(0.02));
+  CHECK(t.collectives.launch_lat_us == Approx(20.0).epsilon(0.02));
+  CHECK(t.device.mem_bw_gbps == Approx(10.0));
+  // GEMM rate = peak x efficiency (docs/calibration.md).
+  CHECK(t.device.peak(MathMode::f32) * t.device.gemm_max_efficiency * 1e6 == Approx(40e3).epsilon(0.05));
+  CHECK_FALSE(t.calibration.source.empty());
+  CHECK(t.calibration.gemm.size() + t.calibration.kernels.size() == r.compute.size());
+
+  // A scenario on the calibrated topology: every compute op takes its point's median.
+  const Scenario s = test::scenario_from(cpu_scenario(topo.path().string()));
+  const StepIR ir = build_step_ir(s);
+  const sim::ComputeModel cm(ir.scenario.topology);
+  std::map<OpKey, double> med;
+  for (const OpSamples& x : r.compute) med[x.key] = x.median_us();
+  int64_t checked = 0;
+  for (const Op& op : ir.stages[0].ops) {
+    if (is_comm(op.kind)) continue;
+    const OpKey k = op_key(op);
+    if (k.kind != OpKind::gemm && k.bytes <= 0) continue;
+    INFO(k.str());
+    CHECK(cm.duration_us(op) == Approx(med.at(k)).epsilon(1e-5));
+    ++checked;
+  }
+  CHECK(checked > 20);
+  const sim::Simulation sim = sim::simulate(ir);
+  CHECK(sim.result.step_time_s > 0);
+  CHECK(sim.result.topology == "cpu-host-calibrated");
+}
+
+TEST_CASE("measured communication is timed from when its last participant arrived", "[analysis][validate]") {
+  // TP 2 x PP 2: tensor-parallel collectives within a stage, pipeline transfers between stages.
+  const StepIR ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host", 2, 2)));
+  StepResult m;
+  m.kind = "measured";
+  for (int64_t rank = 0; rank < ir.layout.world(); ++rank) {
+    const StepGraph& g = ir.graph_for(rank);
+    for (const Op& op : g.ops) {
+      // Rank r posts everything 10 r us late; compute lasts 5 us, communication until long after
+      // every participant posted it (as it must: it cannot end before its last member arrives).
+      const double start = 100.0 * op.id + 10.0 * static_cast<double>(rank);
+      m.ops.push_back({rank, op.id, start, start + (is_comm(op.kind) ? 1e7 : 5.0)});
+    }
+    m.ranks.push_back({rank, g.stage, 0, 0, 0});
+  }
+  StepResult aligned = m;
+  const int64_t moved = align_comm_starts(aligned, ir);
+  CHECK(moved > 0);
+  std::map<std::pair<int64_t, OpId>, const OpTiming*> at;
+  for (const OpTiming& t : aligned.ops) at[{t.rank, t.op}] = &t;
+  int64_t coll = 0, p2p = 0;
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const OpTiming& before = m.ops[i];
+    const OpTiming& after = aligned.ops[i];
+    const Op& op = ir.graph_for(before.rank).op(before.op);
+    if (!is_comm(op.kind)) {
+      CHECK(after.start_us == before.start_us);  // compute untouched
+      continue;
+    }
+    CHECK(after.end_us == before.end_us);
+    CHECK(after.start_us >= before.start_us);
+    CHECK(after.start_us <= after.end_us);
+    if (const auto* c = op.collective(); c && c->group == GroupKind::tp) {
+      // Both members start when the later one (the larger rank) posted it.
+      double latest = 0;
+      for (int64_t r : ir.group_of(before.rank, op)) latest = std::max(latest, at.at({r, before.op})->start_us);
+      CHECK(after.start_us == Approx(latest));
+      CHECK(latest == Approx(100.0 * op.id + 10.0 * static_cast<double>(ir.group_of(before.rank, op).back())));
+      ++coll;
+    } else if (op.kind == OpKind::send || op.kind == OpKind::recv) {
+      const int64_t peer = ir.peer_of(before.rank, op, op.kind == OpKind::send);
+      // Send and its receive share one start: the later of the two posts.
+      for (const OpTiming& t : aligned.ops) {
+        if (t.rank != peer) continue;
+        const Op& o = ir.graph_for(peer).op(t.op);
+        if (o.p2p() && o.p2p()->tag == op.p2p()->tag && o.kind != op.kind) {
+          INFO("rank " << before.rank << " " << op.full_name() << " tag " << op.p2p()->tag << " peer " << peer << " "
+                       << o.full_name() << " before " << before.start_us);
+          CHECK(t.start_us == Approx(after.start_us));
+          ++p2p;
+        }
+      }
+    }
+  }
+  CHECK(coll > 0);
+  CHECK(p2p > 0);
+}
+
+TEST_CASE("the calibration cache is keyed by host, backend, ranks, scenario and version", "[analysis][validate]") {
+  const Scenario a = test::scenario_from(cpu_scenario("cpu-host"));
+  const Scenario b = test::scenario_from(cpu_scenario("cpu-host"), {"model.num_layers=2"});
+  const auto pa = cached_calibration_path(a, "cpu"), pb = cached_calibration_path(b, "cpu");
+  CHECK(pa != pb);
+  CHECK(pa != cached_calibration_path(a, "cuda"));
+  CHECK(pa.string().find("-np2-") != std::string::npos);
+  CHECK(pa.parent_path().parent_path() == cache_dir() / "calibration");
+  CHECK(pa.extension() == ".toml");
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# paralab tests — `paralab validate` end to end: a quick calibration into a fresh cache,
+# simulate, execute (validate launches mpirun itself), compare; the JSON has DESIGN.md's
+# fields and the report is written; a second run takes the calibration from the cache.
+#   validate_smoke.sh PARALAB SCENARIO WORKDIR
+set -euo pipefail
+paralab=$1
+scenario=$2
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+export PARALAB_CACHE_DIR="$work/cache"
+shrink=(--set model.num_layers=2 --set training.global_batch_size=2)
+
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --steps 1 --json \
+  --report "$work/report.html" --out-dir "$work/traces" "${shrink[@]}" >"$work/out.json" 2>"$work/err.txt" || {
+  echo "validate failed:"; cat "$work/err.txt"; exit 1; }
+for key in '"predicted"' '"measured"' '"step_time_error_pct"' '"op_mape_pct"' '"step_time_s"'; do
+  grep -q "$key" "$work/out.json" || { echo "validate --json lacks $key"; cat "$work/out.json"; exit 1; }
+done
+grep -q "calibrating this machine" "$work/err.txt" || { echo "no calibration was made"; cat "$work/err.txt"; exit 1; }
+test -s "$work/report.html" || { echo "no report"; exit 1; }
+test -s "$work/traces/predicted.json" && test -s "$work/traces/measured-0.json" || { echo "no traces kept"; exit 1; }
+ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
+
+"$paralab" validate "$scenario" --backend cpu --steps 1 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
+  echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
+grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
+grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
+echo "validate smoke: ok"
