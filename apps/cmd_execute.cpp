@@ -22,6 +22,9 @@
 #if defined(PARALAB_EXEC_MPI)
 #include "exec/mpi/mpi_transport.hpp"
 #endif
+#if defined(PARALAB_EXEC_CUDA)
+#include "exec/cuda/thread_world.hpp"
+#endif
 
 namespace paralab::cli {
 
@@ -33,6 +36,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--verify", false, "check collectives, sampled ops against references, state and deadlock freedom"},
     {"--watchdog", true, "seconds an op may wait for a dependency or a peer before the run fails (default 60)"},
     {"--steps", true, "optimizer steps to run; the last one is measured (default 1)"},
+    {"--gpus", true, "cuda backend without mpirun: one process drives N GPUs of this node (a thread per device)"},
     {"--help", false, "this help"},
 };
 
@@ -140,6 +144,7 @@ int run_execute(int argc, char** argv) {
   Scenario s;
   std::optional<StepIR> ir;
   exec::ExecuteOptions opts;
+  int gpus = 0;  // --gpus N: N ranks as threads of this process (cuda backend)
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -158,6 +163,16 @@ int run_execute(int argc, char** argv) {
       if (n != std::floor(n)) throw UsageError("--steps needs a whole number, got '" + *st + "'");
       opts.steps = static_cast<int64_t>(n);
     }
+    if (auto g = a.value("--gpus")) {
+      const double n = parse_positive("--gpus", *g);
+      if (n != std::floor(n)) throw UsageError("--gpus needs a whole number, got '" + *g + "'");
+      if (opts.backend != "cuda") throw UsageError("--gpus needs --backend cuda (one process, a thread per GPU)");
+      if (launcher_size() > 0) throw UsageError("--gpus is for runs without mpirun; under mpirun each process drives one GPU");
+      gpus = static_cast<int>(n);
+#if !defined(PARALAB_EXEC_CUDA)
+      throw UsageError("--gpus needs the cuda backend, which this paralab was built without (exec/cuda/)");
+#endif
+    }
     opts.fault = parse_fault(std::getenv("PARALAB_EXEC_FAULT"));
     s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
     ir.emplace(build_step_ir(s));
@@ -169,6 +184,75 @@ int run_execute(int argc, char** argv) {
     return 2;
   }
 
+  // One rank's run on its world (a process under MPI, alone, or a thread with --gpus).
+  auto run_rank = [&](exec::Transport& world_ref) -> int {
+    exec::Transport* world = &world_ref;
+    const int rank = world->rank();
+    const int64_t need = ir->layout.world();
+    if (world->size() != need) {
+      const auto& p = s.parallel;
+      std::fprintf(stderr,
+                   "paralab execute: rank %d: error: scenario '%s' needs %lld ranks (tensor %lld x pipeline %lld x context "
+                   "%lld x data %lld) but %d %s launched; run `mpirun -np %lld paralab execute %s ...`\n",
+                   rank, s.name.c_str(), (long long)need, (long long)p.tensor, (long long)p.pipeline, (long long)p.context,
+                   (long long)p.data, world->size(), world->size() == 1 ? "was" : "were", (long long)need, s.file.string().c_str());
+      world->finalize();
+      return 2;
+    }
+
+    exec::ExecuteOutcome out;
+    try {
+      out = exec::execute(*ir, *world, opts);
+    } catch (const std::exception& e) {
+      const auto* xe = dynamic_cast<const exec::ExecError*>(&e);
+      std::fprintf(stderr, "paralab execute: rank %lld: error: %s\n", xe ? (long long)xe->rank() : (long long)rank,
+                   xe ? xe->cause().c_str() : e.what());
+      std::fflush(stderr);
+      world->abort(1);  // every other rank ends now (MPI_Abort); one rank: nobody else to stop
+      return 1;
+    }
+
+    // Rank 0 writes the outputs, only now that every rank succeeded; all ranks learn the verdict.
+    int64_t status = 0;
+    if (out.root) {
+      try {
+        if (out.verified) print_verify(out, out.verify_failed ? stderr : (a.flag("--json") ? stderr : stdout));
+        if (out.verify_failed) {
+          std::fprintf(stderr, "paralab execute: verification failed; no results written\n");
+          status = 1;
+        } else {
+          if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(out.result, *ir));
+          if (a.flag("--json")) std::printf("%s\n", exec::outcome_json(out).dump(2).c_str());
+          else print_table(out, *ir, opts.steps);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "paralab execute: rank 0: error: %s\n", e.what());
+        status = 1;
+      }
+      std::fflush(stdout);
+    }
+    if (out.verify_failed) status = 1;
+    try {
+      world->all_reduce(&status, 1, ReduceOp::max);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paralab execute: rank %d: error: %s\n", rank, e.what());
+      world->abort(1);
+      return 1;
+    }
+    world->finalize();
+    return static_cast<int>(status);
+  };
+
+#if defined(PARALAB_EXEC_CUDA)
+  if (gpus > 0) {
+    try {
+      return exec::cuda::run_rank_threads(gpus, run_rank);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paralab execute: error: %s\n", e.what());
+      return 1;
+    }
+  }
+#endif
   // The world: MPI under a launcher, one rank otherwise.
   std::unique_ptr<exec::Transport> world;
   try {
@@ -183,60 +267,7 @@ int run_execute(int argc, char** argv) {
     std::fprintf(stderr, "paralab execute: error: %s\n", e.what());
     return 1;
   }
-  const int rank = world->rank();
-  const int64_t need = ir->layout.world();
-  if (world->size() != need) {
-    const auto& p = s.parallel;
-    std::fprintf(stderr,
-                 "paralab execute: rank %d: error: scenario '%s' needs %lld ranks (tensor %lld x pipeline %lld x context "
-                 "%lld x data %lld) but %d %s launched; run `mpirun -np %lld paralab execute %s ...`\n",
-                 rank, s.name.c_str(), (long long)need, (long long)p.tensor, (long long)p.pipeline, (long long)p.context,
-                 (long long)p.data, world->size(), world->size() == 1 ? "was" : "were", (long long)need, s.file.string().c_str());
-    world->finalize();
-    return 2;
-  }
-
-  exec::ExecuteOutcome out;
-  try {
-    out = exec::execute(*ir, *world, opts);
-  } catch (const std::exception& e) {
-    const auto* xe = dynamic_cast<const exec::ExecError*>(&e);
-    std::fprintf(stderr, "paralab execute: rank %lld: error: %s\n", xe ? (long long)xe->rank() : (long long)rank,
-                 xe ? xe->cause().c_str() : e.what());
-    std::fflush(stderr);
-    world->abort(1);  // every other rank ends now (MPI_Abort); one rank: nobody else to stop
-    return 1;
-  }
-
-  // Rank 0 writes the outputs, only now that every rank succeeded; all ranks learn the verdict.
-  int64_t status = 0;
-  if (out.root) {
-    try {
-      if (out.verified) print_verify(out, out.verify_failed ? stderr : (a.flag("--json") ? stderr : stdout));
-      if (out.verify_failed) {
-        std::fprintf(stderr, "paralab execute: verification failed; no results written\n");
-        status = 1;
-      } else {
-        if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(out.result, *ir));
-        if (a.flag("--json")) std::printf("%s\n", exec::outcome_json(out).dump(2).c_str());
-        else print_table(out, *ir, opts.steps);
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "paralab execute: rank 0: error: %s\n", e.what());
-      status = 1;
-    }
-    std::fflush(stdout);
-  }
-  if (out.verify_failed) status = 1;
-  try {
-    world->all_reduce(&status, 1, ReduceOp::max);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "paralab execute: rank %d: error: %s\n", rank, e.what());
-    world->abort(1);
-    return 1;
-  }
-  world->finalize();
-  return static_cast<int>(status);
+  return run_rank(*world);
 }
 
 }  // namespace paralab::cli
