@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# paralab — every check that needs a GPU, in one command (docs/cuda_backend.md):
+#   [gpu] tests of kernels/ and of the cuda backend, compute-sanitizer memcheck on them, the
+#   kernels' bandwidth bench (vs device copy, goal >= 70 %), the backend's GEMM bench (vs cuBLAS
+#   alone, goal >= 95 %), a single-GPU `paralab execute --backend cuda` of scenarios/gpu-1.toml
+#   (summary, trace, simulation and compare) and the quickstart on one GPU with --verify.
+# Results (logs, JSON, summary.md) go to bench/results/gpu/ or --out DIR.
+#
+#   bash scripts/gpu_checks.sh                      # build in build-gpu/ here and run (needs a GPU)
+#   bash scripts/gpu_checks.sh --bundle-only        # build here (no GPU needed), pack .gpubundle/
+#   bash scripts/gpu_checks.sh --bundle .gpubundle [--out DIR]   # run from a bundle (no build tools)
+#
+# The bundle route is for machines that cannot build paralab (no package registry): the
+# binaries are built on a machine that can, with MPI off (the lent machines have none; --gpus
+# covers several GPUs), and run against the CUDA, cuBLAS and NCCL libraries of the GPU machine.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+OUT_DIR=""
+BUNDLE=""
+BUNDLE_ONLY=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) BUNDLE=$2; shift 2 ;;
+    --bundle-only) BUNDLE_ONLY=1; shift ;;
+    --out) OUT_DIR=$2; shift 2 ;;
+    *) echo "usage: $0 [--bundle-only | --bundle DIR] [--out DIR]"; exit 2 ;;
+  esac
+done
+RESULTS=${OUT_DIR:-$ROOT/bench/results/gpu}
+# Binaries built elsewhere find the scenarios, presets and topologies of this checkout.
+export PARALAB_DATA_DIR=$ROOT PARALAB_SOURCE_DIR=$ROOT
+TARGETS="paralab paralab_gpu_tests_kernels paralab_gpu_tests_exec_cuda paralab_tests_exec_cuda paralab_bench_kernels paralab_bench_exec_cuda"
+
+build() {
+  local arch=${CUDA_ARCH:-}
+  if [ -z "$arch" ] && command -v nvidia-smi >/dev/null 2>&1; then
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+  fi
+  arch=${arch:-90}
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+        -DPARALAB_WITH_MPI=OFF -DPARALAB_EXEC_NATIVE=OFF || return 1
+  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target $TARGETS || return 1
+}
+
+bin() {  # path of a built executable, from the bundle or the build tree
+  local name=$1
+  if [ -n "$BUNDLE" ]; then echo "$BUNDLE/bin/$name"; return; fi
+  find "$BUILD_DIR" -type f -name "$name" -perm -u+x | head -1
+}
+
+if [ "$BUNDLE_ONLY" = 1 ]; then
+  build || { echo "gpu_checks: build failed"; exit 1; }
+  rm -rf .gpubundle && mkdir -p .gpubundle/bin .gpubundle/lib
+  for t in $TARGETS; do
+    f=$(bin "$t")
+    [ -n "$f" ] || { echo "gpu_checks: $t not built"; exit 1; }
+    cp "$f" .gpubundle/bin/ && strip .gpubundle/bin/"$t"
+  done
+  # Shared libraries the GPU machine lacks (its own CUDA, cuBLAS and NCCL are used).
+  for lib in $(ldd .gpubundle/bin/paralab | awk '/=>/ {print $3}' | grep -E 'toml'); do cp -L "$lib" .gpubundle/lib/; done
+  grep -qx '/.gpubundle/' .git/info/exclude 2>/dev/null || echo '/.gpubundle/' >> .git/info/exclude
+  du -sh .gpubundle
+  echo "gpu_checks: bundle ready; on the GPU machine: bash scripts/gpu_checks.sh --bundle .gpubundle --out \$OUT"
+  exit 0
+fi
+
+mkdir -p "$RESULTS"
+SUMMARY="$RESULTS/summary.md"
+echo "# paralab GPU checks $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$SUMMARY"
+declare -i FAILED=0
+check() {  # check NAME COMMAND...: runs, logs to NAME.log, records pass/fail
+  local name=$1
+  shift
+  echo "== $name: $*"
+  local t0=$(date +%s)
+  "$@" > "$RESULTS/$name.log" 2>&1
+  local rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  if [ $rc -eq 0 ]; then echo "| $name | pass | ${dt} s |" >> "$SUMMARY"
+  else echo "| $name | FAIL (exit $rc) | ${dt} s |" >> "$SUMMARY"; FAILED+=1; tail -30 "$RESULTS/$name.log"; fi
+  return 0
+}
+
+if [ -n "$BUNDLE" ]; then
+  # Libraries: the bundle's, the CUDA toolkit's, and NCCL wherever the machine has it (pip wheels).
+  LIBS="$ROOT/$BUNDLE/lib"
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d "$d" ] && LIBS="$LIBS:$d"; done
+  for py in python3 /opt/torch/.venv/bin/python3; do
+    for pkg in nccl cublas cuda_runtime; do
+      d=$($py -c "import nvidia.$pkg, os; print(os.path.join(list(nvidia.$pkg.__path__)[0], 'lib'))" 2>/dev/null) && LIBS="$LIBS:$d"
+    done
+  done
+  export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
+  BUNDLE="$ROOT/$BUNDLE"
+else
+  check build build
+fi
+echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" > "$RESULTS/environment.log"
+{ nvidia-smi; nvcc --version; ldd "$(bin paralab)"; } >> "$RESULTS/environment.log" 2>&1
+echo "" >> "$SUMMARY"; echo "| check | result | time |" >> "$SUMMARY"; echo "|---|---|---|" >> "$SUMMARY"
+
+PARALAB=$(bin paralab)
+# 1. Tests: CPU planning tests of the backend, then the [gpu] tests.
+check tests_exec_cuda_cpu "$(bin paralab_tests_exec_cuda)"
+check gpu_tests_kernels "$(bin paralab_gpu_tests_kernels)"
+check gpu_tests_exec_cuda "$(bin paralab_gpu_tests_exec_cuda)"
+# 2. compute-sanitizer memcheck (kernels: all; backend: device ops and one whole step).
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  check memcheck_kernels compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)"
+  check memcheck_exec_cuda compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_exec_cuda)" \
+    "~[step]~[multi],one GPU, fp16 with loss scaling and SGD == CPU op by op"
+  check racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)" "[attention]"
+else
+  echo "| compute-sanitizer | not found | |" >> "$SUMMARY"
+fi
+# 3. Benches.
+check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
+check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
+# 4. Single-GPU execute of the GPU-sized scenario, its simulation and the comparison.
+check simulate_gpu1 "$PARALAB" simulate scenarios/gpu-1.toml --json --trace "$RESULTS/gpu-1.predicted.json"
+check execute_gpu1 "$PARALAB" execute scenarios/gpu-1.toml --backend cuda --json --steps 2 --trace "$RESULTS/gpu-1.measured.json"
+cp "$RESULTS/execute_gpu1.log" "$RESULTS/gpu-1.execute.json" 2>/dev/null
+check compare_gpu1 "$PARALAB" compare "$RESULTS/gpu-1.predicted.json" "$RESULTS/gpu-1.measured.json"
+check execute_gpu1_verify_short "$PARALAB" execute scenarios/gpu-1.toml --backend cuda --verify --set model.num_layers=2 \
+  --set training.global_batch_size=4
+# 5. The quickstart on one GPU, verified, and as a table.
+check execute_quickstart_verify "$PARALAB" execute scenarios/quickstart.toml --backend cuda --verify \
+  --set parallel.tensor=1 --set cluster.devices_per_node=1
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${NGPU:-0}" -ge 2 ]; then
+  check execute_quickstart_gpus2 "$PARALAB" execute scenarios/quickstart.toml --backend cuda --gpus 2 --verify
+fi
+
+echo "" >> "$SUMMARY"
+echo "$FAILED failed. Logs and JSON beside this file." >> "$SUMMARY"
+cat "$SUMMARY"
+[ $FAILED -eq 0 ]
