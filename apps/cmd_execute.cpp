@@ -122,6 +122,14 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir, int64_t step
     std::printf("           %5lld %5lld %10.4f %10.4f %10.4f %10.4f\n", (long long)rr.rank, (long long)rr.stage,
                 rr.memory.peak_total() / kGiB, rr.memory.resident_total() / kGiB, rr.memory.peak_transient / kGiB,
                 rr.rss_peak_bytes / kGiB);
+  for (const auto& rr : out.ranks) {  // device backends: the allocator's view beside the IR's accounting
+    if (rr.device.empty()) continue;
+    auto get = [&](const char* k) { auto it = rr.device.find(k); return it == rr.device.end() ? 0.0 : it->second; };
+    std::printf("device     rank %lld on GPU %d: pool high-water %.2f GiB used / %.2f GiB reserved, %.2f GiB in use after "
+                "the step (IR peak %.2f GiB)\n",
+                (long long)rr.rank, (int)get("device"), get("pool_used_high_gib"), get("pool_reserved_high_gib"),
+                get("device_used_after_step_gib"), get("planned_peak_gib"));
+  }
   std::printf("ops        %lld executed, wall %.2f s\n", (long long)r.events, r.wall_s);
 }
 

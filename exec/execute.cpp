@@ -128,6 +128,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   blob["memory"] = memory_json(run.memory);
   blob["rss"] = rss_peak_bytes();
   blob["ops_run"] = run.ops_run;
+  blob["device"] = backend->device_stats();
   // The loss is computed identically on every tensor-parallel rank: count it once.
   blob["loss_sum"] = plan.coord.tp == 0 ? run.loss_sum : 0.0;
   blob["loss_tokens"] = plan.coord.tp == 0 ? run.loss_tokens : 0;
@@ -156,6 +157,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     rr.memory = memory_from_json(j.at("memory"));
     rr.rss_peak_bytes = j.at("rss").get<double>();
     rr.ops_run = j.at("ops_run").get<int64_t>();
+    if (j.contains("device")) rr.device = j.at("device").get<std::map<std::string, double>>();
     const auto o = j.at("ops").get<std::vector<double>>();
     for (size_t i = 0; i + 2 < o.size(); i += 3) r.ops.push_back({rr.rank, static_cast<OpId>(o[i]), o[i + 1], o[i + 2]});
     RankStats st;
@@ -193,6 +195,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
       rj["transient_at_peak_gib"] = peak;
       rj["rss_peak_gib"] = rr.rss_peak_bytes / kGiB;
       rj["ops_run"] = rr.ops_run;
+      if (!rr.device.empty()) rj["device"] = rr.device;
     }
   }
   if (out.verified) {

@@ -4,6 +4,7 @@
 // Transport's world; throws ExecError (naming the rank) on any failure.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct RankReport {
   MemoryStats memory;
   double rss_peak_bytes = 0;  // process resident-set high-water mark (getrusage)
   int64_t ops_run = 0;
+  std::map<std::string, double> device;  // Backend::device_stats (cuda: allocator high-water marks, ...)
 };
 
 struct ExecuteOutcome {

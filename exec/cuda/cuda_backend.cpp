@@ -332,13 +332,15 @@ void* CudaBackend::allocate(int64_t bytes) {
   return p;
 }
 
+// Never throws: the runtime also frees while a failure unwinds (its destructor), when the
+// device may already be in an error state; a free that fails there changes nothing.
 void CudaBackend::deallocate(void* p, int64_t bytes) {
   if (!p) return;
-  bool host = false;
-  const cudaStream_t s = current_stream(&host);
-  PARALAB_CU(cudaFreeAsync(p, s));
   live_bytes_ -= static_cast<int64_t>((static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 255) / 256 * 256);
-  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+  const bool host = !(tls_owner == this && tls_stream >= 0);
+  const cudaStream_t s = host ? host_stream_ : streams_[static_cast<size_t>(tls_stream)].stream;
+  if (host) (void)cudaSetDevice(device_);
+  if (cudaFreeAsync(p, s) != cudaSuccess || (host && cudaStreamSynchronize(s) != cudaSuccess)) (void)cudaGetLastError();
 }
 
 void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
