@@ -44,8 +44,7 @@ bool accumulating_write(const Op& op, size_t w) {
   switch (op.kind) {
     case OpKind::gemm: {
       const GemmAttrs& g = *op.gemm();
-      if (w == 0) return g.accumulate;
-      return g.role == GemmRole::linear_wgrad;  // bias gradient, accumulated like the weight's
+      return g.accumulate;  // weight gradient, and the bias gradient (writes[1]) like it
     }
     case OpKind::layernorm_bwd:
     case OpKind::rmsnorm_bwd: return w >= 1;  // dgamma, dbeta (writes[0] is the residual grad)
@@ -53,6 +52,7 @@ bool accumulating_write(const Op& op, size_t w) {
     case OpKind::embedding_bwd: return true;      // d table, d positions (scatter-add)
     case OpKind::grad_norm:
     case OpKind::overflow_check: return true;  // partial sum of squares / any-inf flag
+    case OpKind::cast: return std::string_view(op.name) == "grad_accumulate" || std::string_view(op.name) == "dkv_accumulate";
     default: return false;
   }
 }
@@ -202,9 +202,16 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
       for (size_t w = 0; w < op.writes.size(); ++w) read_first |= op.writes[w].buffer == b && accumulating_write(op, w);
     }
     if (read_first && buf.dtype == DType::i32) {
+      // Token ids and labels: element (sample, position) of the global batch, so every layout
+      // trains on the same data. Rows are (position, batch entry), so a micro-batch is a
+      // contiguous range of the global [samples, positions] stream and a CP chunk a contiguous
+      // range of its micro-batch: the index is affine in the row.
       bp.fill = Fill::token_ids;
-      bp.key = seed_key({seed, hash_string("tokens"), static_cast<uint64_t>(p.coord.dp),
-                         static_cast<uint64_t>(p.coord.cp), hash_string(name)});
+      const std::string stream = name.substr(0, name.find('.'));  // "token_ids" | "labels"
+      bp.key = seed_key({seed, hash_string("data"), hash_string(stream)});
+      const int64_t mb = g.op(first).microbatch, b = s.training.micro_batch_size, S = s.model.seq_length;
+      bp.global_offset = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * b +
+                         p.coord.cp * (S / s.parallel.context) * b;
       bp.vocab = s.model.vocab_size;
     } else if (read_first) {
       bp.fill = Fill::zero;
@@ -213,14 +220,80 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
     }
   }
 
-  // Norm gains live in the resident weights (not under ZeRO-3, where the gathered copy is read).
+  // Parameters: every view of a weights bucket an op reads, named by (layer, role).
+  const ModelShape& m = ir.shape;
+  auto add_param = [&](const Op& op, size_t read, const char* role, ParamSplit split, bool gain, int32_t layer) {
+    if (read >= op.reads.size()) return;
+    const TensorRef& t = op.reads[read];
+    BufferId bucket = t.buffer;
+    const Buffer& b = g.buffer(t.buffer);
+    if (!(b.resident && b.category == MemCategory::weights)) {  // ZeRO-3: the gathered copy
+      const std::string suffix = ".gathered";
+      if (b.name.size() <= suffix.size() || b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) != 0) return;
+      auto it = by_name.find(b.name.substr(0, b.name.size() - suffix.size()));
+      if (it == by_name.end()) return;
+      bucket = it->second;
+    }
+    for (const ParamRegion& r : p.params)
+      if (r.buffer == bucket && r.offset == t.offset) return;  // seen (recomputation, micro-batches)
+    ParamRegion r;
+    r.buffer = bucket;
+    r.offset = t.offset;
+    r.rows = t.rank >= 2 ? t.shape[0] : 1;
+    r.cols = t.rank >= 2 ? t.shape[1] : t.shape[0];
+    r.key = seed_key({seed, hash_string("param"), static_cast<uint64_t>(layer + 2), hash_string(role)});
+    r.gain = gain;
+    r.split = split;
+    r.tp = p.coord.tp;
+    r.tp_size = m.tp;
+    r.heads = m.heads_local();
+    r.groups = m.groups_local();
+    r.head_dim = m.head_dim;
+    r.ffn = m.ffn_local();
+    r.role = (layer < 0 ? std::string("emb") : layer >= m.layers ? std::string("head") : "L" + std::to_string(layer)) + "." + role;
+    p.params.push_back(r);
+  };
+  const ParamSplit fc1_split = m.activation == Activation::swiglu ? ParamSplit::swiglu_cols : ParamSplit::cols;
   for (const Op& op : g.ops) {
-    if (op.kind != OpKind::layernorm_fwd && op.kind != OpKind::rmsnorm_fwd) continue;
-    const ResolvedRef& gamma = p.ops[op.id].reads.at(1);
-    if (!g.buffer(gamma.buffer).resident) continue;
-    bool seen = false;
-    for (const ResolvedRef& r : p.norm_gammas) seen |= r.buffer == gamma.buffer && r.offset == gamma.offset;
-    if (!seen) p.norm_gammas.push_back(gamma);
+    const std::string_view name = op.name;
+    switch (op.kind) {
+      case OpKind::gemm: {
+        const GemmAttrs& gm = *op.gemm();
+        if (gm.role != GemmRole::linear_fwd) break;
+        const bool bias = gm.bias;
+        if (name == "qkv") {
+          add_param(op, 1, "qkv_w", ParamSplit::qkv_cols, false, op.layer);
+          if (bias) add_param(op, 2, "qkv_b", ParamSplit::qkv_cols, false, op.layer);
+        } else if (name == "proj") {
+          add_param(op, 1, "proj_w", ParamSplit::rows, false, op.layer);
+        } else if (name == "fc1") {
+          add_param(op, 1, "fc1_w", fc1_split, false, op.layer);
+          if (bias) add_param(op, 2, "fc1_b", fc1_split, false, op.layer);
+        } else if (name == "fc2") {
+          add_param(op, 1, "fc2_w", ParamSplit::rows, false, op.layer);
+        } else if (name == "output_layer") {  // tied: the word embedding (the last stage's copy too)
+          if (m.tied) add_param(op, 1, "word_emb", ParamSplit::rows, false, -1);
+          else add_param(op, 1, "out_w", ParamSplit::rows, false, op.layer);
+        }
+        break;
+      }
+      case OpKind::layernorm_fwd:
+      case OpKind::rmsnorm_fwd: {
+        const std::string n(name);
+        add_param(op, 1, (n + "_w").c_str(), ParamSplit::none, true, op.layer);
+        add_param(op, 2, (n + "_b").c_str(), ParamSplit::none, false, op.layer);
+        break;
+      }
+      case OpKind::dropout_add_fwd:
+        if (name == "bias_dropout_add1") add_param(op, 2, "proj_b", ParamSplit::none, false, op.layer);
+        if (name == "bias_dropout_add2") add_param(op, 2, "fc2_b", ParamSplit::none, false, op.layer);
+        break;
+      case OpKind::embedding_fwd:
+        add_param(op, 1, "word_emb", ParamSplit::rows, false, -1);
+        add_param(op, 2, "pos_emb", ParamSplit::none, false, -1);
+        break;
+      default: break;
+    }
   }
   return p;
 }

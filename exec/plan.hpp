@@ -66,6 +66,30 @@ struct BufferPlan {
   int64_t vocab = 0;           // token_ids: exclusive upper bound
 };
 
+// How a tensor-parallel rank's parameter maps onto the unsharded tensor (Megatron's column-
+// and row-parallel layers; the fused QKV and SwiGLU layouts of docs/ir.md).
+enum class ParamSplit : uint8_t {
+  none,         // replicated (norms, row-parallel biases, position table)
+  rows,         // row-parallel weight, vocabulary-parallel table: rows tp*rows ..
+  cols,         // column-parallel weight or bias: columns tp*cols ..
+  qkv_cols,     // [local Q heads | local K groups | local V groups] of the full [Q | K | V]
+  swiglu_cols,  // [local gate | local up] of the full [gate | up]
+};
+
+// One parameter (a [rows, cols] view of a weights bucket) and where it lives in the model.
+struct ParamRegion {
+  BufferId buffer = 0;         // the resident weights buffer (bucket)
+  int64_t offset = 0;          // bucket element of local (0, 0) (unsharded bucket coordinates)
+  int64_t rows = 0, cols = 0;  // local shape
+  uint64_t key = 0;            // (seed, layer, role): the same on every layout
+  bool gain = false;           // norm weight: near 1 (Megatron initializes it to 1)
+  ParamSplit split = ParamSplit::none;
+  int64_t tp = 0, tp_size = 1;
+  int64_t heads = 0, groups = 0, head_dim = 0;  // qkv_cols: local heads and groups
+  int64_t ffn = 0;                              // swiglu_cols: local ffn width
+  std::string role;                             // "L3.qkv_w", for messages
+};
+
 struct RankPlan {
   const StepIR* ir = nullptr;
   const StepGraph* graph = nullptr;
@@ -76,8 +100,9 @@ struct RankPlan {
   std::vector<BufferPlan> buffers;    // index = BufferId
   std::vector<CommKey> comms;         // every communicator of the job, in creation order
   std::array<bool, kStreams> stream_used{};
-  // Norm weights (gamma) inside resident weight buffers: initialized near 1, not 0.02.
-  std::vector<ResolvedRef> norm_gammas;
+  // The model's parameters inside the resident weights buffers, each with its identity in the
+  // unsharded model: every layout of a scenario initializes the same model (Runtime::initialize).
+  std::vector<ParamRegion> params;
   // Mixed precision: master (fp32) buffer b starts as a copy of weights[src] from src_offset.
   struct MasterCopy {
     BufferId master = 0, weights = 0;

@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "exec/error.hpp"
+#include "exec/fill.hpp"
 #include "ir/enum_names.hpp"
 #include "ir/error.hpp"
+#include "kernels/dtype.hpp"
 
 namespace paralab::exec {
 
@@ -89,25 +91,29 @@ void Runtime::initialize() {
     backend_.fill(p, buf, plan_.buffers[b]);
     mem_.resident[static_cast<size_t>(buf.category)] += static_cast<double>(buf.bytes());
   }
-  // Norm gains near 1 (Megatron initializes them to 1), so activations keep their scale.
-  for (const ResolvedRef& r : plan_.norm_gammas) {
+  // Parameters: every element as the element of the unsharded model it is (exec/fill.hpp), so
+  // every layout starts from the same model; norm gains near 1. A ZeRO-3 bucket holds the shard
+  // [global_offset, global_offset + elements) of the bucket.
+  for (const ParamRegion& r : plan_.params) {
     const Buffer& buf = g_.buffers[r.buffer];
-    std::vector<float> v(static_cast<size_t>(r.numel));
-    for (int64_t i = 0; i < r.numel; ++i)
-      v[static_cast<size_t>(i)] = 1.0f + 0.05f * static_cast<float>((mix64(static_cast<uint64_t>(r.offset + i)) >> 40) / 16777216.0 - 0.5);
-    std::vector<uint8_t> bytes(static_cast<size_t>(r.numel * bytes_of(buf.dtype)));
-    for (int64_t i = 0; i < r.numel; ++i) {
-      const float x = v[static_cast<size_t>(i)];
-      if (buf.dtype == DType::f32) std::memcpy(bytes.data() + 4 * i, &x, 4);
-      else {
-        uint32_t u;
-        std::memcpy(&u, &x, 4);
-        const uint16_t h = buf.dtype == DType::bf16 ? static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)
-                                                    : static_cast<uint16_t>(0x3c00);  // f16: 1.0
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
+    const int64_t lo = plan_.buffers[r.buffer].global_offset, hi = lo + buf.elements;
+    const int64_t first = std::max(lo, r.offset), last = std::min(hi, r.offset + r.rows * r.cols);
+    if (first >= last) continue;
+    std::vector<float> v(static_cast<size_t>(last - first));
+    for (int64_t e = first; e < last; ++e) {
+      const int64_t local = e - r.offset;
+      v[static_cast<size_t>(e - first)] = param_value(r, local / r.cols, local % r.cols);
     }
-    backend_.from_host(static_cast<char*>(ptr_[r.buffer].load()) + r.offset * bytes_of(buf.dtype), bytes.data(),
+    std::vector<uint8_t> bytes(v.size() * static_cast<size_t>(bytes_of(buf.dtype)));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (buf.dtype == DType::f32) {
+        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+        continue;
+      }
+      const uint16_t h = buf.dtype == DType::bf16 ? kernels::f32_to_bf16_bits(v[i]) : kernels::f32_to_f16_bits(v[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    backend_.from_host(static_cast<char*>(ptr_[r.buffer].load()) + (first - lo) * bytes_of(buf.dtype), bytes.data(),
                        static_cast<int64_t>(bytes.size()));
   }
   // Mixed precision: the fp32 master copy starts equal to the (rounded) model weights.
@@ -125,14 +131,7 @@ void Runtime::initialize() {
       }
       uint16_t h;
       std::memcpy(&h, wb.data() + 2 * i, 2);
-      if (w.dtype == DType::bf16) {
-        const uint32_t u = static_cast<uint32_t>(h) << 16;
-        std::memcpy(&f[static_cast<size_t>(i)], &u, 4);
-      } else {  // f16 -> f32 (normal numbers and zero; init values are normal)
-        const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-        const uint32_t u = e == 0 ? sign : sign | ((e + 112u) << 23) | (mant << 13);
-        std::memcpy(&f[static_cast<size_t>(i)], &u, 4);
-      }
+      f[static_cast<size_t>(i)] = w.dtype == DType::bf16 ? kernels::bf16_bits_to_f32(h) : kernels::f16_bits_to_f32(h);
     }
     backend_.from_host(ptr_[mc.master].load(), f.data(), m.elements * 4);
   }

@@ -339,8 +339,8 @@ OpChecker::OpChecker(const RankPlan& plan, Backend& backend, int64_t every) : pl
     std::string key(enum_to_string(op.kind));
     if (const auto* gm = op.gemm()) key += "." + std::string(to_string(gm->role));
     key += std::string(".") + op.name;
-    bool has_ref = !is_comm(op.kind) && op.kind != OpKind::cast && op.kind != OpKind::scaler_update &&
-                   op.kind != OpKind::overflow_check;
+    bool has_ref = !is_comm(op.kind) && op.kind != OpKind::scaler_update && op.kind != OpKind::overflow_check &&
+                   (op.kind != OpKind::cast || std::string_view(op.name) == "grad_accumulate");
     if (const auto* a = op.attention()) has_ref &= a->cp_size == 1;
     if (!has_ref) continue;
     if (seen[key]++ == 0 || ++counter % every == 0) sampled_[op.id] = 1;
@@ -406,7 +406,7 @@ void OpChecker::after(const OpCall& call) {
           });
           if (g.role == GemmRole::linear_wgrad && g.bias)
             for (int64_t j = 0; j < g.n; ++j) {
-              double acc = W0[1][static_cast<size_t>(j)];
+              double acc = g.accumulate ? W0[1][static_cast<size_t>(j)] : 0.0;
               for (int64_t l = 0; l < g.k; ++l) acc += B[static_cast<size_t>(l * g.n + j)];
               check(1, j, acc);
             }
@@ -741,13 +741,16 @@ void OpChecker::after(const OpCall& call) {
       } else {
         std::vector<double> dt = W0[0];
         std::vector<double> dp = W.size() > 1 ? W0[1] : std::vector<double>{};
+        const ModelShape& m = plan_.ir->shape;
+        const int64_t own = m.sp ? k.rows / m.tp : k.rows, own0 = m.sp ? plan_.coord.tp * own : 0;
         for (int64_t r = 0; r < k.rows; ++r) {
           const int64_t id = static_cast<int64_t>(R[1][static_cast<size_t>(r)]) - G.vstart;
           const int64_t pos = r / G.b + G.cp_off;
+          const bool own_row = r >= own0 && r < own0 + own;  // SP: this rank's share of the positions' gradient
           for (int64_t c = 0; c < h; ++c) {
             const double g = R[0][static_cast<size_t>(r * h + c)];
             if (id >= 0 && id < G.V) dt[static_cast<size_t>(id * h + c)] += g;
-            if (!dp.empty()) dp[static_cast<size_t>(pos * h + c)] += g;
+            if (!dp.empty() && own_row) dp[static_cast<size_t>(pos * h + c)] += g;
           }
         }
         for (size_t e = 0; e < dt.size(); ++e) check(0, static_cast<int64_t>(e), dt[e]);
@@ -784,8 +787,8 @@ void OpChecker::after(const OpCall& call) {
           case OpKind::xent_loss:
             check(0, r, std::log(R[0][static_cast<size_t>(2 * r)]) + R[1][static_cast<size_t>(r)] - R[0][static_cast<size_t>(2 * r + 1)]);
             break;
-          default: {
-            const double g = k.scale / static_cast<double>(T * std::max<int64_t>(k.aux, 1));
+          default: {  // averaged over the global batch: / (T * micro-batches * dp group)
+            const double g = k.scale / (static_cast<double>(T * std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan_.dp_size));
             const int64_t local = static_cast<int64_t>(R[2][static_cast<size_t>(r)]) - G.vstart;
             for (int64_t v = 0; v < V; ++v)
               check(0, r * V + v, (R[0][static_cast<size_t>(r * V + v)] / R[1][static_cast<size_t>(2 * r)] - (v == local ? 1.0 : 0.0)) * g);
@@ -794,6 +797,9 @@ void OpChecker::after(const OpCall& call) {
       }
       break;
     }
+    case OpKind::cast:  // grad_accumulate: the gradient view += the fresh gradient
+      for (size_t e = 0; e < W[0].size(); ++e) check(0, static_cast<int64_t>(e), W0[0][e] + R[0][e]);
+      break;
     case OpKind::grad_norm: {
       double sum = W0[0][0];
       for (double x : R[0]) sum += x * x;

@@ -99,11 +99,12 @@ void linear(const OpCall& call, CpuContext& ctx) {
   }
   gemm_sum({{A, B}}, g.trans_a, g.trans_b, C, g.accumulate, bias, ctx.scratch);
   if (g.role == GemmRole::linear_wgrad && g.bias) {
-    // Bias gradient: column sums of dY (operand B, [T, out]), accumulated like dW.
+    // Bias gradient: column sums of dY (operand B, [T, out]), accumulated like dW (or fresh,
+    // without gradient-accumulation fusion).
     expect_numel(call, false, 1, g.n, "bias gradient");
     const CMatMap dy = as_f32(B, ctx.scratch, kSlotB);
     const Eigen::RowVectorXf sums = g.trans_b ? Eigen::RowVectorXf(dy.rowwise().sum().transpose()) : Eigen::RowVectorXf(dy.colwise().sum());
-    add_into(call.writes[1], o.writes[1].dtype, g.n, sums.data(), true);
+    add_into(call.writes[1], o.writes[1].dtype, g.n, sums.data(), g.accumulate);
   }
 }
 

@@ -83,7 +83,18 @@ uint64_t dropout_seed(const Scenario& s, const Op& op, int64_t tp_index) {
                    attention_probs ? static_cast<uint64_t>(tp_index) + 1 : 0});
 }
 
+double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k) {
+  return static_cast<double>(k.scale) /
+         (static_cast<double>(k.rows) * static_cast<double>(std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan.dp_size));
+}
+
 namespace {
+
+std::pair<int64_t, int64_t> pos_grad_rows(const CpuContext& ctx, int64_t T) {
+  if (!ctx.shape.sp) return {0, T};
+  const int64_t n = T / ctx.shape.tp;
+  return {ctx.plan.coord.tp * n, (ctx.plan.coord.tp + 1) * n};
+}
 
 // A gradient output the kernels write in fp32 (dgamma, dbias, d table): the view itself when it
 // is fp32, else an fp32 scratch added into the view (in its dtype) by commit().
@@ -432,7 +443,11 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     const F32Grad dpos(call.writes[1], call.plan.writes[1], ctx.scratch.get(1, call.plan.writes[1].numel));
     float* g = dpos.ptr();
     const DType dt = call.plan.reads[0].dtype;
-    for (int64_t r = 0; r < T; ++r) {
+    // The position table is replicated over tensor parallelism. Under sequence parallelism its
+    // gradient, like every replicated parameter's, is this rank's sequence slice's share, summed
+    // by the IR's replicated-gradient all-reduce; without it every rank has the whole gradient.
+    const auto [r0, r1] = pos_grad_rows(ctx, T);
+    for (int64_t r = r0; r < r1; ++r) {
       const int64_t pos = r / b + pos0;
       for (int64_t c = 0; c < h; ++c) g[pos * h + c] += load(call.reads[0], dt, r * h + c);
     }
@@ -492,12 +507,12 @@ void cross_entropy(const OpCall& call, CpuContext& ctx) {
       kernels::ce_loss_cpu(x);
       break;
     }
-    case OpKind::xent_bwd: {  // (softmax - onehot) * scale / (T * micro-batches)
+    case OpKind::xent_bwd: {  // (softmax - onehot) * scale / (T * micro-batches * dp group)
       const auto* ex = static_cast<const float*>(call.reads[0]);
       const auto* sums = static_cast<const float*>(call.reads[1]);
       const auto* labels = static_cast<const int32_t*>(call.reads[2]);
       const DType dt = call.plan.writes[0].dtype;
-      const float g = k.scale / static_cast<float>(T * std::max<int64_t>(k.aux, 1));
+      const float g = static_cast<float>(xent_grad_scale(ctx.plan, k));
       float* row = ctx.scratch.get(0, V);
       for (int64_t r = 0; r < T; ++r) {
         const float inv = 1.0f / sums[2 * r];
@@ -525,6 +540,16 @@ void cast(const OpCall& call, CpuContext& ctx) {
         const int64_t i = r * qkv_cols + q + c;
         store(call.writes[0], dt, i, load(call.writes[0], dt, i) + load(call.reads[0], st, r * kv + c));
       }
+    return;
+  }
+  if (std::string_view(call.op.name) == "grad_accumulate") {
+    // No gradient-accumulation fusion: the fresh gradient of a wgrad GEMM is added into the
+    // parameter's view of the gradient buffer (Megatron's param.main_grad.add_(param.grad)).
+    const int64_t n = call.plan.writes[0].numel;
+    expect_numel(call, true, 0, n, "fresh gradient");
+    float* f = ctx.scratch.get(0, n);
+    load_f32(call.reads[0], call.plan.reads[0].dtype, n, f);
+    add_into(call.writes[0], call.plan.writes[0].dtype, n, f, true);
     return;
   }
   kernels::CastArgs x;

@@ -92,8 +92,13 @@ TEST_CASE("fills: replicas share weights, tensor ranks share tokens, accumulator
     if (r0.buffers[b].fill == Fill::token_ids) {
       ++tokens;
       CHECK(buf.dtype == DType::i32);
-      CHECK(r0.buffers[b].key == r1.buffers[b].key);  // same micro-batch on both tensor ranks
-      CHECK(r0.buffers[b].key != r2.buffers[b].key);  // other data-parallel rank, other data
+      // Tokens are elements of the global batch: the same on both tensor ranks of a micro-batch,
+      // the next samples on the other data-parallel rank.
+      CHECK(r0.buffers[b].key == r1.buffers[b].key);
+      CHECK(r0.buffers[b].global_offset == r1.buffers[b].global_offset);
+      CHECK(r0.buffers[b].key == r2.buffers[b].key);
+      CHECK(r2.buffers[b].global_offset - r0.buffers[b].global_offset ==
+            ir.scenario.num_microbatches() * ir.scenario.training.micro_batch_size * ir.scenario.model.seq_length);
     }
   }
   CHECK(weights > 0);
