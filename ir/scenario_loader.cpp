@@ -102,7 +102,8 @@ std::string presets_choice() {
 // Model presets set [model] keys only (a preset is a model, not a run).
 RawTable read_preset(const std::string& name, const RawValue& where) {
   const bool looks_like_path = name.find('/') != std::string::npos;
-  if (name.empty() || looks_like_path || !std::filesystem::is_regular_file(preset_path(name)))
+  std::error_code ec;  // a name the file system refuses (e.g. too long) is an unknown preset too
+  if (name.empty() || looks_like_path || !std::filesystem::is_regular_file(preset_path(name), ec))
     throw ConfigError(where.loc, "model.preset", where.text, "unknown preset", presets_choice());
   RawFile raw = read_toml_file(preset_path(name));
   for (const auto& [key, v] : raw.values)
@@ -123,7 +124,7 @@ std::vector<std::string> shipped_presets() {
   return out;
 }
 
-Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides, bool check_layout) {
   RawFile raw = read_toml_file(file);
   if (!raw.arrays.empty())
     throw ConfigError(SourceLoc{raw.file, 0, 0}, raw.arrays.begin()->first, "",
@@ -197,6 +198,10 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   s.topology = load_topology(topo_path, topo_overrides);
   if (!merged.count("cluster.devices_per_node")) s.cluster.devices_per_node = s.topology.node.devices_per_node;
 
+  if (!check_layout) {
+    if (!merged.count("parallel.data")) s.parallel.data = 0;
+    return s;
+  }
   validate_model_and_splits(s);
   // Data parallelism inferred from the cluster when not given.
   if (!merged.count("parallel.data")) {

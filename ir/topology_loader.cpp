@@ -35,9 +35,13 @@ std::filesystem::path resolve_topology(const std::string& name, const std::files
   const bool is_path = name.find('/') != std::string::npos || name.ends_with(".toml");
   std::filesystem::path p = is_path ? std::filesystem::path(name) : data_dir() / "topologies" / (name + ".toml");
   if (is_path && p.is_relative()) p = relative_to / p;
-  if (!std::filesystem::is_regular_file(p))
+  // The error_code overload: a name the file system refuses (too long, a loop of links, no
+  // permission) is the user's input error too, not an exception of another type.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
     throw ConfigError(where, key, "\"" + name + "\"",
-                      is_path ? "topology file not found: " + p.string() : "unknown topology",
+                      (is_path ? "topology file not found: " + p.string() : std::string("unknown topology")) +
+                          (ec ? " (" + ec.message() + ")" : ""),
                       shipped + ", or a path to a .toml file");
   return p;
 }

@@ -1,9 +1,12 @@
 // paralab — cross-key validation of a scenario. Each rule names the key the user should change,
 // where it was set, its value, and the values that would be accepted.
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ir/enum_names.hpp"
+#include "ir/ir_size.hpp"
 #include "ir/scenario_loader.hpp"
 
 namespace paralab {
@@ -30,6 +33,13 @@ std::string divisors_of(int64_t n, int64_t limit = 16) {
     }
   if (shown == limit) out += ", ...";
   return out;
+}
+
+std::string sci(double x) {
+  std::ostringstream os;
+  os.precision(3);
+  os << x;
+  return os.str();
 }
 
 struct Checker {
@@ -123,6 +133,40 @@ void validate_model_and_splits(const Scenario& s) {
     throw ConfigError(s.provenance.at("training.attention"), "training.attention", "\"unfused\"",
                       "context parallelism (ring attention) needs the fused attention kernel", "flash");
 
+  // Sizes. The IR counts every tensor's elements and bytes in int64 and sums them per rank, so
+  // no tensor may be beyond 2^44 elements (GPT-3's largest, its logits, has 2^27; unfused
+  // attention scores at 128k tokens would have 2^41 per head group). Formed in floating point:
+  // the products of schema-bounded keys can overflow int64 themselves.
+  {
+    constexpr double kMaxElements = 17592186044416.0;  // 2^44
+    const auto d = [](int64_t x) { return static_cast<double>(x); };
+    const double tokens = d(t.micro_batch_size) * d(m.seq_length);
+    const double width = std::max({d(m.hidden_size), d(m.q_hidden()) + 2 * d(m.kv_hidden()), 2 * d(m.ffn_hidden_size),
+                                   d(m.padded_vocab(1))});
+    const double scores = t.attention == AttentionImpl::unfused
+                              ? d(t.micro_batch_size) * d(m.num_attention_heads) * d(m.seq_length) * d(m.seq_length)
+                              : 0.0;
+    const double positions =
+        m.position_embedding_type == PositionEmbedding::learned_absolute ? d(m.max_position_embeddings) : 0.0;
+    const double weights = d(m.hidden_size) * std::max({d(m.padded_vocab(1)), positions,
+                                                        2 * d(m.ffn_hidden_size), d(m.q_hidden()) + 2 * d(m.kv_hidden())});
+    const auto too_big = [&](const char* key, int64_t value, const std::string& what, double elements,
+                             const std::string& allowed) {
+      if (elements > kMaxElements)
+        c.fail(key, value,
+               what + " = " + sci(elements) +
+                   " elements in one tensor, more than paralab can account for (2^44)",
+               allowed);
+    };
+    too_big("training.micro_batch_size", t.micro_batch_size,
+            "micro_batch_size x seq_length x the widest activation (" + std::to_string(static_cast<int64_t>(width)) + ")",
+            tokens * width, "a smaller micro_batch_size, seq_length or layer width");
+    too_big("model.seq_length", m.seq_length, "unfused attention scores, micro_batch_size x heads x seq_length^2", scores,
+            "a shorter seq_length, or training.attention = \"flash\"");
+    too_big("model.hidden_size", m.hidden_size, "the largest weight matrix, hidden_size x its widest partner", weights,
+            "a smaller hidden_size, vocab_size, ffn_hidden_size or max_position_embeddings");
+  }
+
   // Device support for the precision.
   const MathMode math = gemm_math(t.precision);
   if (s.topology.device.peak(math) <= 0)
@@ -139,16 +183,28 @@ static void validate_world_and_batch(const Scenario& s) {
   const ParallelConfig& p = s.parallel;
   const TrainingConfig& t = s.training;
 
-  // World size.
+  // World size. Each degree is bounded by the schema but their product is not (65536^3 x 2^24
+  // overflows int64), so it is formed with overflow checks.
   const int64_t devices = s.cluster.devices();
-  if (p.world() != devices)
+  int64_t world = p.tensor;
+  const bool overflow = __builtin_mul_overflow(world, p.pipeline, &world) ||
+                        __builtin_mul_overflow(world, p.context, &world) || __builtin_mul_overflow(world, p.data, &world);
+  if (overflow || world != devices)
     c.fail("parallel.data", p.data,
            "tensor*pipeline*context*data = " + std::to_string(p.tensor) + "*" +
                std::to_string(p.pipeline) + "*" + std::to_string(p.context) + "*" +
-               std::to_string(p.data) + " = " + std::to_string(p.world()) +
+               std::to_string(p.data) + " = " + (overflow ? std::string("more than 2^63") : std::to_string(world)) +
                " is not the cluster's " + std::to_string(devices) + " devices (" +
                std::to_string(s.cluster.nodes) + " nodes x " + std::to_string(s.cluster.devices_per_node) + ")",
            "a layout whose product is " + std::to_string(devices));
+
+  // Several nodes need a network between them, and NICs to reach it.
+  const Topology& topo = s.topology;
+  if (s.cluster.nodes > 1 && (topo.network.kind == NetworkKind::none || topo.node.nics_per_node < 1))
+    c.fail("cluster.nodes", s.cluster.nodes,
+           "topology '" + topo.name + "' (" + topo.file.string() + ") has no network between nodes (" +
+               (topo.network.kind == NetworkKind::none ? "network.kind = \"none\"" : "node.nics_per_node = 0") + ")",
+           "1, or a topology with a [network] and NICs");
 
   // Batch.
   const int64_t per_step = t.micro_batch_size * p.data;
@@ -167,6 +223,8 @@ static void validate_world_and_batch(const Scenario& s) {
                std::to_string(p.pipeline) + ") as the interleaved schedule needs",
            "a multiple of " + std::to_string(per_step * p.pipeline));
 
+  // Resources: an IR this host cannot hold is refused here, before generation starts.
+  check_ir_fits_host(s, host_memory_available_bytes());
 }
 
 void validate_scenario(const Scenario& s) {
