@@ -84,4 +84,16 @@ StepSummary summarize(const StepIR& ir) {
   return out;
 }
 
+StepFlops step_flops(const StepIR& ir) {
+  StepFlops f;
+  const double ranks_per_stage = static_cast<double>(ir.layout.tp() * ir.layout.cp() * ir.layout.dp());
+  for (const StepGraph& g : ir.stages)
+    for (const Op& op : g.ops)
+      if (is_matmul(op.kind)) {
+        f.model += op.model_flops * ranks_per_stage;
+        f.hardware += op.flops * ranks_per_stage;
+      }
+  return f;
+}
+
 }  // namespace paralab

@@ -57,4 +57,10 @@ struct StepSummary {
 
 StepSummary summarize(const StepIR& ir);
 
+// Just the FLOPs of a step (model, hardware), summed over all ranks: one pass over the ops.
+struct StepFlops {
+  double model = 0, hardware = 0;
+};
+StepFlops step_flops(const StepIR& ir);
+
 }  // namespace paralab

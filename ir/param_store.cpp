@@ -68,7 +68,7 @@ bool ParamStore::has(int unit, ParamRole r) const {
 // packed in backward order until a bucket holds dp_bucket_mb of gradients. Embedding tables
 // (tied across the first and last stage) get their own bucket so both stages shard them alike.
 void ParamStore::layout_buckets() {
-  const double cap_bytes = s_.parallel.dp_bucket_mb * 1024.0 * 1024.0;
+  const double cap_bytes = s_.parallel.bucket_bytes(bytes_of(grad_dtype_));
   auto is_table = [](ParamRole r) { return r == ParamRole::word_emb || r == ParamRole::out_w; };
   int current = -1;
   int16_t current_chunk = -1;

@@ -3,6 +3,7 @@
 // downstream looks keys up by string. Key names follow Megatron-LM's arguments.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -92,7 +93,9 @@ struct ParallelConfig {
   int64_t virtual_pipeline_stages = 1;
   Schedule schedule = Schedule::one_f_one_b;
   int64_t zero_stage = 0;
-  double dp_bucket_mb = 25.0;
+  // Gradient bucket size; 0 (the default) = Megatron-LM's rule, max(40M, 1M x data) parameters
+  // (megatron/core/distributed: bucket_size), rather than PyTorch DDP's 25 MB.
+  double dp_bucket_mb = 0.0;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   // Megatron (Narayanan et al. 2021 Sec. 4.1): without sequence parallelism, send 1/t of a
@@ -111,6 +114,12 @@ struct ParallelConfig {
   int64_t decoder_last_pipeline_num_layers = 0;
 
   [[nodiscard]] int64_t world() const { return tensor * pipeline * context * data; }
+  // Bytes of gradients per bucket (see dp_bucket_mb).
+  [[nodiscard]] double bucket_bytes(int64_t grad_bytes_per_param) const {
+    if (dp_bucket_mb > 0) return dp_bucket_mb * 1048576.0;
+    const double params = std::max(40e6, 1e6 * static_cast<double>(data * context));
+    return params * static_cast<double>(grad_bytes_per_param);
+  }
   [[nodiscard]] int64_t num_microbatches(int64_t global_batch, int64_t micro_batch) const {
     return global_batch / (micro_batch * data);
   }
@@ -135,6 +144,7 @@ class Provenance {
  public:
   void set(const std::string& key, SourceLoc loc) { locs_[key] = std::move(loc); }
   [[nodiscard]] SourceLoc at(const std::string& key) const;
+  [[nodiscard]] bool has(const std::string& key) const { return locs_.count(key) > 0; }
   void set_default_file(std::string file) { default_file_ = std::move(file); }
 
  private:

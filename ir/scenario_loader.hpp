@@ -12,8 +12,10 @@ namespace paralab {
 
 // Loads and validates. `overrides` are "section.key=value" strings from `--set`; keys under
 // "topology." override the topology file. Throws ConfigError (file, line, key, value, allowed).
+// With `check_layout` false (the planner, which builds and validates layouts itself) the
+// parallel layout is left unvalidated and `parallel.data` is 0 unless the file sets it.
 Scenario load_scenario(const std::filesystem::path& file,
-                       const std::vector<std::string>& overrides = {});
+                       const std::vector<std::string>& overrides = {}, bool check_layout = true);
 
 // The model presets shipped in <data_dir>/scenarios/presets.
 std::vector<std::string> shipped_presets();

@@ -118,12 +118,12 @@ void finalize(StepResult& r, const StepIR& ir) {
     t1 = std::max(t1, t.end_us);
   }
   r.step_time_s = r.ops.empty() ? 0 : (t1 - t0) * 1e-6;
-  const StepSummary sum = summarize(ir);
+  const StepFlops flops = step_flops(ir);
   const double gpus = static_cast<double>(r.world_size);
   if (r.step_time_s > 0) {
-    r.tokens_per_s = static_cast<double>(sum.tokens_per_step) / r.step_time_s;
-    r.model_tflops_per_gpu = sum.model_flops_per_step / r.step_time_s / gpus / 1e12;
-    r.hardware_tflops_per_gpu = sum.hardware_flops_per_step / r.step_time_s / gpus / 1e12;
+    r.tokens_per_s = static_cast<double>(s.tokens_per_step()) / r.step_time_s;
+    r.model_tflops_per_gpu = flops.model / r.step_time_s / gpus / 1e12;
+    r.hardware_tflops_per_gpu = flops.hardware / r.step_time_s / gpus / 1e12;
     const double peak = s.topology.device.peak(gemm_math(s.training.precision));
     r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
   }

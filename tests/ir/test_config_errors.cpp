@@ -176,7 +176,7 @@ TEST_CASE("a precision the device lacks is refused", "[ir][config]") {
   CHECK(s.training.precision == paralab::Precision::fp8);
 }
 
-TEST_CASE("--set overrides replace preset and file values", "[ir][config]") {
+TEST_CASE("overrides given with --set replace preset and file values", "[ir][config]") {
   auto s = paralab::test::scenario_from(kBase, {"model.num_layers=4", "parallel.tensor=2", "training.recompute=full"});
   CHECK(s.model.num_layers == 4);
   CHECK(s.parallel.tensor == 2);
