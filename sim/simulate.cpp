@@ -24,11 +24,13 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   topo.node.devices_per_node = ir.layout.devices_per_node();
   const ComputeModel compute(topo);
   NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm);
+  net.set_check_invariants(options.check_invariants);
   sim.network_build_s = seconds_since(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
   EngineOptions eo;
   eo.record_ops = options.record_ops;
+  eo.check_invariants = options.check_invariants;
   EngineOutput out = run_engine(ir, compute, net, eo);
   sim.engine_s = seconds_since(t1);
   sim.network = net.stats();

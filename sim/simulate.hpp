@@ -21,6 +21,11 @@ namespace paralab::sim {
 
 struct SimulateOptions {
   bool record_ops = true;  // per-op timings in the result (finalize needs them for the breakdown)
+  // Check the simulator's invariants as it runs (docs/hardening.md): time never goes
+  // backwards, every byte sent is received, no link carries more than its bandwidth, every op
+  // runs exactly once, memory returns to its steady state. A violation throws InternalError.
+  // Read-only: results are bit-identical either way. On in debug builds, off in release.
+  bool check_invariants = kCheckInvariantsByDefault;
 };
 
 struct Simulation {

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "ir/error.hpp"
+#include "sim/engine/invariants.hpp"
 
 namespace paralab::sim {
 
@@ -101,6 +102,10 @@ struct StageState {
   std::vector<uint16_t> holds;
   std::vector<uint64_t> ev_seq;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
+  // Invariant checks only (EngineOptions::check_invariants): how often each op started and
+  // finished, and each buffer's lifecycle.
+  std::vector<uint32_t> starts_n, finishes_n;
+  std::vector<BufferState> buf_state;
 };
 
 class Engine {
@@ -148,6 +153,7 @@ class Engine {
   void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
   void start_ring(uint32_t s, OpId op, const P2PAttrs& p);
   [[noreturn]] void report_deadlock() const;
+  void check_end_of_step() const;
 
   const StepIR& ir_;
   const ComputeModel& compute_;
@@ -156,6 +162,7 @@ class Engine {
   bool slow_ = false;  // compute beside communication modeled (a GPU with SMs per comm kernel)
   int64_t sms_ = 1;
   CollectiveSpec coll_;
+  bool check_ = false;
   std::vector<StageState> stages_;
   std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
   uint64_t seq_ = 0;
@@ -226,6 +233,12 @@ void Engine::init_stage(StageState& st, int64_t stage) {
     st.ev_seq.assign(n, 0);
     st.intra_node.fill(-1);
   }
+  if (check_) {
+    for (size_t i = 0; i < n; ++i) check_duration(stage, g.ops[i], st.dur[i]);
+    st.starts_n.assign(n, 0);
+    st.finishes_n.assign(n, 0);
+    st.buf_state.assign(g.buffers.size(), BufferState::unallocated);
+  }
   st.mem = RankMemory{};
   st.mem.rank = st.rank;
   st.mem.stage = stage;
@@ -244,9 +257,12 @@ void Engine::make_ready(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
   st.start[id] = now_;
+  if (check_ && ++st.starts_n[id] > 1)
+    invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " started twice");
   // Memory: allocations happen when the op starts (a transfer: when it is posted).
   if (!op.allocs.empty()) {
     for (BufferId b : op.allocs) {
+      if (check_) check_buffer_transition(*st.g, b, st.buf_state[b], true, op, st.stage);
       const double bytes = st.buffer_bytes[b];
       st.live[static_cast<size_t>(st.g->buffers[b].category)] += bytes;
       st.live_total += bytes;
@@ -361,6 +377,13 @@ void Engine::start_p2p(uint32_t s, OpId id, const P2PAttrs& p, bool is_send) {
   if (dst != stages_[rs].rank)
     throw InternalError("engine: " + send_op.full_name() + " (stage " + std::to_string(ss) + ") goes to rank " +
                         std::to_string(dst) + " but its tag matches a receive on stage " + std::to_string(rs));
+  if (check_) {
+    const Op& recv_op = stages_[rs].g->ops[rop];
+    check_transfer_sizes(send_op, send_op.p2p()->bytes, recv_op, recv_op.p2p()->bytes);
+    if (ir_.peer_of(stages_[rs].rank, recv_op, false) != src)
+      invariant_violated("bytes delivered", recv_op.full_name() + " (stage " + std::to_string(rs) +
+                                                ") receives from another rank than " + send_op.full_name() + " sends from");
+  }
   stages_[ss].start[sop] = now_;
   stages_[rs].start[rop] = now_;
   const uint32_t j = new_join(1);
@@ -418,7 +441,10 @@ void Engine::finish(uint32_t s, OpId id) {
     if (st.holds[id]) release_sms(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
+  if (check_ && ++st.finishes_n[id] > 1)
+    invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
+    if (check_) check_buffer_transition(*st.g, b, st.buf_state[b], false, op, st.stage);
     const double bytes = st.buffer_bytes[b];
     st.live[static_cast<size_t>(st.g->buffers[b].category)] -= bytes;
     st.live_total -= bytes;
@@ -529,7 +555,31 @@ void Engine::report_deadlock() const {
   throw InternalError(msg);
 }
 
+void Engine::check_end_of_step() const {
+  std::vector<std::string> unmatched;
+  for (size_t i = 0; i < p2p_dense_.size(); ++i)
+    if (p2p_dense_[i].stage != kNone)
+      unmatched.push_back("pipeline tag " + std::to_string(kTagP2PBase + i) + " (" +
+                          stages_[p2p_dense_[i].stage].g->ops[p2p_dense_[i].op].full_name() + ")");
+  for (const auto& [tag, h] : p2p_sparse_)
+    if (h.stage != kNone)
+      unmatched.push_back("pipeline tag " + std::to_string(tag) + " (" + stages_[h.stage].g->ops[h.op].full_name() + ")");
+  for (const auto& [key, a] : cross_)
+    unmatched.push_back("cross-stage collective tag " + std::to_string(key.first) + " joined by " +
+                        std::to_string(a.parts.size()) + " of " + std::to_string(a.expected) + " stages");
+  for (uint32_t j : handle_join_)
+    if (j != kNone) unmatched.push_back("a network call was never reported finished");
+  check_all_matched(unmatched);
+  for (const StageState& st : stages_) {
+    check_ran_once(*st.g, st.starts_n, st.finishes_n, st.stage);
+    check_causality(*st.g, st.start, st.end, st.stage);
+    check_memory_steady(*st.g, st.buf_state, st.live, st.stage);
+  }
+  net_.check_drained();
+}
+
 EngineOutput Engine::run() {
+  check_ = opt_.check_invariants;
   const int64_t p = static_cast<int64_t>(ir_.stages.size());
   capacity_ = ir_.scenario.topology.device.memory_gib * kGiB;
   stages_.resize(static_cast<size_t>(p));
@@ -559,6 +609,7 @@ EngineOutput Engine::run() {
     const double t_net = net_.next_completion_us();
     if (t_ev == kInf && t_net == kInf) break;
     if (t_net < t_ev) {
+      if (check_) check_clock(now_, t_net, "network");
       done.clear();
       net_.advance(t_net, done);
       now_ = std::max(now_, t_net);
@@ -569,12 +620,14 @@ EngineOutput Engine::run() {
     const Event e = heap_.top();
     heap_.pop();
     if (slow_ && stale(e)) continue;  // superseded by a rescheduled completion
+    if (check_) check_clock(now_, e.t, "compute");
     now_ = e.t;
     ++events_;
     finish(e.stage, e.op);
   }
   for (const StageState& st : stages_)
     if (st.finished != st.g->ops.size()) report_deadlock();
+  if (check_) check_end_of_step();
 
   EngineOutput out;
   out.events = events_;

@@ -29,6 +29,7 @@
 #include "ir/step_ir.hpp"
 #include "results/step_result.hpp"
 #include "sim/compute/compute_model.hpp"
+#include "sim/net/invariants.hpp"
 #include "sim/net/network_model.hpp"
 
 namespace paralab::sim {
@@ -51,6 +52,11 @@ struct RankMemory {
 
 struct EngineOptions {
   bool record_ops = true;  // fill EngineOutput::ops (needed by finalize and traces)
+  // Check the simulator's invariants while running (sim/engine/invariants.hpp): time never
+  // goes backwards, every op runs exactly once, every transfer is matched with equal bytes,
+  // memory returns to its steady state; a violation throws InternalError. Read-only: results
+  // are bit-identical either way. Default: on in debug builds, off in release.
+  bool check_invariants = kCheckInvariantsByDefault;
 };
 
 struct EngineOutput {
@@ -63,7 +69,9 @@ struct EngineOutput {
 };
 
 // Runs one step. `net` must be fresh (built for ir.layout). Throws InternalError if the graphs
-// cannot complete (an op never becomes ready), naming the stuck ops.
+// cannot complete (an op never becomes ready), naming the stuck ops. With check_invariants the
+// engine also checks, at the end, that `net` has drained (NetworkModel::check_drained); the
+// network's own checks follow its setting (NetworkModel::set_check_invariants).
 EngineOutput run_engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net,
                         const EngineOptions& options = {});
 

@@ -104,6 +104,8 @@ double FlowSolver::remaining_bytes(uint32_t id) {
 
 void FlowSolver::finish(uint32_t slot, std::vector<FinishedFlow>& out) {
   Flow& f = flows_[slot];
+  if (check_ && f.nloads > 0 && f.bytes > 0)
+    check_flow_drained(f.tag, f.bytes, f.remaining - f.rate * (now_us_ - f.t_update_us), f.rate, now_us_);
   f.alive = false;
   ++f.gen;
   --active_;
@@ -234,6 +236,18 @@ void FlowSolver::solve_component() {
     }
   }
   if (left != 0) throw InternalError("FlowSolver: progressive filling left flows unfrozen");
+  if (check_) check_component_loads();
+}
+
+void FlowSolver::check_component_loads() {
+  // Recomputed from the flows' final rates, independently of the filling's own bookkeeping.
+  check_load_.resize(cap_.size(), 0.0);
+  for (LinkId l : comp_links_) check_load_[l] = 0;
+  for (uint32_t s : comp_flows_) {
+    const Flow& f = flows_[s];
+    for (uint32_t k = 0; k < f.nloads; ++k) check_load_[f.loads[k].link] += f.loads[k].weight * f.rate;
+  }
+  check_link_loads(cap_, comp_links_, check_load_);
 }
 
 void FlowSolver::set_rate(uint32_t slot, double rate) {

@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/net/invariants.hpp"
 #include "sim/net/topology_graph.hpp"
 
 namespace paralab::sim {
@@ -78,6 +79,12 @@ class FlowSolver {
   [[nodiscard]] size_t active_flows() const { return active_; }
   [[nodiscard]] const SolverStats& stats() const { return stats_; }
 
+  // Invariant checks (sim/net/invariants.hpp): after every re-solve no link carries more than
+  // its capacity; every finishing flow has delivered its bytes. They only read the state, so
+  // results are bit-identical with them on or off. Default: on in debug builds.
+  void set_check_invariants(bool on) { check_ = on; }
+  [[nodiscard]] bool check_invariants() const { return check_; }
+
  private:
   struct Flow {
     const LinkLoad* loads = nullptr;
@@ -116,6 +123,7 @@ class FlowSolver {
   void set_rate(uint32_t slot, double rate);
   void finish(uint32_t slot, std::vector<FinishedFlow>& out);
   void drop_stale();
+  void check_component_loads();
   [[nodiscard]] bool valid(const Done& d) const {
     return flows_[d.slot].alive && flows_[d.slot].version == d.version;
   }
@@ -142,6 +150,9 @@ class FlowSolver {
   std::vector<Fill> fill_heap_;
 
   SolverStats stats_;
+
+  bool check_ = kCheckInvariantsByDefault;
+  std::vector<double> check_load_;  // per link, zeroed over the component before each check
 };
 
 }  // namespace paralab::sim

@@ -11,6 +11,7 @@
 #include "ir/error.hpp"
 #include "sim/net/collective.hpp"
 #include "sim/net/flow_solver.hpp"
+#include "sim/net/invariants.hpp"
 #include "sim/net/pattern.hpp"
 #include "sim/net/routing.hpp"
 
@@ -362,6 +363,17 @@ CommStats NetworkModel::stats() const {
 double NetworkModel::now_us() const { return impl_->now; }
 size_t NetworkModel::active_calls() const { return impl_->live; }
 const TopologyGraph& NetworkModel::graph() const { return impl_->graph; }
+
+void NetworkModel::set_check_invariants(bool on) { impl_->solver.set_check_invariants(on); }
+
+void NetworkModel::check_drained() const {
+  const Impl& m = *impl_;
+  const SolverStats& ss = m.solver.stats();
+  check_network_drained(m.st.calls, m.st.finished, ss.flows_added, ss.flows_finished,
+                        m.solver.active_flows());
+  if (!m.pending.empty() || !m.timers.empty() || m.live != 0)
+    invariant_violated("bytes delivered", std::to_string(m.live) + " calls still in the network at the end of the step");
+}
 
 std::string_view NetworkModel::algorithm(const CommRequest& req) {
   Shape& s = impl_->shape_of(req);

@@ -58,6 +58,14 @@ class NetworkModel {
 
   [[nodiscard]] const TopologyGraph& graph() const;
 
+  // Invariant checks (sim/net/invariants.hpp; default on in debug builds): link capacity after
+  // every re-solve and the bytes of every finishing flow, in the flow solver. They only read
+  // the state: results are bit-identical either way.
+  void set_check_invariants(bool on);
+  // Throws InternalError (a violated invariant) unless every call started has finished and
+  // every flow has drained: the end of a step.
+  void check_drained() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
