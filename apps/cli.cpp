@@ -1,9 +1,12 @@
 // paralab — argument parsing and atomic output files.
 #include "apps/cli.hpp"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 namespace paralab::cli {
 
@@ -67,7 +70,32 @@ std::string options_help(const std::vector<OptionSpec>& options) {
   return out;
 }
 
+namespace {
+
+// SIGINT and SIGTERM are held while a result is written and renamed into place, so an
+// interruption lands before the temporary file exists or after the rename: never a half-written
+// result, never a stray temporary (the handler in main.cpp then reports and exits).
+class DeferSignals {
+ public:
+  DeferSignals() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+  }
+  ~DeferSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  DeferSignals(const DeferSignals&) = delete;
+  DeferSignals& operator=(const DeferSignals&) = delete;
+
+ private:
+  sigset_t old_{};
+};
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  const DeferSignals defer;
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

@@ -30,6 +30,18 @@ uint64_t hash_string(std::string_view s) {
   return h;
 }
 
+double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k) {
+  return static_cast<double>(k.scale) /
+         (static_cast<double>(k.rows) * static_cast<double>(std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan.dp_size));
+}
+
+std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T) {
+  const ModelShape& m = plan.ir->shape;
+  if (!m.sp) return {0, T};
+  const int64_t n = T / m.tp;
+  return {plan.coord.tp * n, (plan.coord.tp + 1) * n};
+}
+
 std::string CommKey::label() const {
   std::string out(to_string(group));
   out += p2p ? std::string("/p2p") : stream == Stream::kCount ? std::string("/base") : "/" + std::string(to_string(stream));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/step_ir.hpp"
@@ -124,6 +125,17 @@ bool accumulating_write(const Op& op, size_t w);
 // are named by rank 0's view and rank i's is i*shard further; with Megatron's scatter/gather
 // pipeline transfers, tensor-parallel rank i sends slice i.
 int64_t view_shift(const StepIR& ir, const StepGraph& g, const Op& op, const TensorRef& t, bool is_read, int64_t rank);
+
+// Conventions every backend applies the same way (docs/executor.md, "How the IR's conventions
+// are executed"):
+// xent_bwd's gradient scale: the op's `scale` (fp16 loss scale) / (T * micro-batches * the data-
+// parallel group size). The last factor is Megatron's gradient averaging over data parallelism
+// (DDP's gradient_scaling_factor = 1/(dp*cp)), which the IR's sum all-reduce leaves implicit.
+double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k);
+// The rows [first, last) of embedding_bwd's [T, h] input that add into the (replicated) position
+// table's gradient: all of them, or under sequence parallelism this tensor rank's sequence slice
+// (the IR all-reduces replicated gradients over tp under SP).
+std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T);
 
 // 64-bit mixing (splitmix64 finalizer) and a key from parts, for seeds.
 uint64_t mix64(uint64_t x);

@@ -741,12 +741,11 @@ void OpChecker::after(const OpCall& call) {
       } else {
         std::vector<double> dt = W0[0];
         std::vector<double> dp = W.size() > 1 ? W0[1] : std::vector<double>{};
-        const ModelShape& m = plan_.ir->shape;
-        const int64_t own = m.sp ? k.rows / m.tp : k.rows, own0 = m.sp ? plan_.coord.tp * own : 0;
+        const auto [own0, own1] = position_grad_rows(plan_, k.rows);
         for (int64_t r = 0; r < k.rows; ++r) {
           const int64_t id = static_cast<int64_t>(R[1][static_cast<size_t>(r)]) - G.vstart;
           const int64_t pos = r / G.b + G.cp_off;
-          const bool own_row = r >= own0 && r < own0 + own;  // SP: this rank's share of the positions' gradient
+          const bool own_row = r >= own0 && r < own1;  // SP: this rank's share of the positions' gradient
           for (int64_t c = 0; c < h; ++c) {
             const double g = R[0][static_cast<size_t>(r * h + c)];
             if (id >= 0 && id < G.V) dt[static_cast<size_t>(id * h + c)] += g;
@@ -788,7 +787,7 @@ void OpChecker::after(const OpCall& call) {
             check(0, r, std::log(R[0][static_cast<size_t>(2 * r)]) + R[1][static_cast<size_t>(r)] - R[0][static_cast<size_t>(2 * r + 1)]);
             break;
           default: {  // averaged over the global batch: / (T * micro-batches * dp group)
-            const double g = k.scale / (static_cast<double>(T * std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan_.dp_size));
+            const double g = xent_grad_scale(plan_, k);
             const int64_t local = static_cast<int64_t>(R[2][static_cast<size_t>(r)]) - G.vstart;
             for (int64_t v = 0; v < V; ++v)
               check(0, r * V + v, (R[0][static_cast<size_t>(r * V + v)] / R[1][static_cast<size_t>(2 * r)] - (v == local ? 1.0 : 0.0)) * g);

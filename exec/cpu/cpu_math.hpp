@@ -89,11 +89,6 @@ void run_comm(const OpCall& call, CpuContext& ctx, GroupComm& comm);
 // probability dropout also the tensor-parallel rank. Recomputation regenerates the same mask.
 uint64_t dropout_seed(const Scenario& s, const Op& op, int64_t tp_index);
 
-// xent_bwd's gradient scale: the op's `scale` (fp16 loss scale) / (T * micro-batches * the data-
-// parallel group size). The last factor is Megatron's gradient averaging over data parallelism
-// (DDP's gradient_scaling_factor = 1/(dp*cp)), which the IR's sum all-reduce leaves implicit.
-double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k);
-
 // Throws InternalError naming the op when a view's size is not what the op kind needs.
 void expect_numel(const OpCall& call, bool read, size_t i, int64_t numel, const char* what);
 

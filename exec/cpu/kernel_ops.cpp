@@ -83,18 +83,7 @@ uint64_t dropout_seed(const Scenario& s, const Op& op, int64_t tp_index) {
                    attention_probs ? static_cast<uint64_t>(tp_index) + 1 : 0});
 }
 
-double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k) {
-  return static_cast<double>(k.scale) /
-         (static_cast<double>(k.rows) * static_cast<double>(std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan.dp_size));
-}
-
 namespace {
-
-std::pair<int64_t, int64_t> pos_grad_rows(const CpuContext& ctx, int64_t T) {
-  if (!ctx.shape.sp) return {0, T};
-  const int64_t n = T / ctx.shape.tp;
-  return {ctx.plan.coord.tp * n, (ctx.plan.coord.tp + 1) * n};
-}
 
 // A gradient output the kernels write in fp32 (dgamma, dbias, d table): the view itself when it
 // is fp32, else an fp32 scratch added into the view (in its dtype) by commit().
@@ -446,7 +435,7 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     // The position table is replicated over tensor parallelism. Under sequence parallelism its
     // gradient, like every replicated parameter's, is this rank's sequence slice's share, summed
     // by the IR's replicated-gradient all-reduce; without it every rank has the whole gradient.
-    const auto [r0, r1] = pos_grad_rows(ctx, T);
+    const auto [r0, r1] = position_grad_rows(ctx.plan, T);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t pos = r / b + pos0;
       for (int64_t c = 0; c < h; ++c) g[pos * h + c] += load(call.reads[0], dt, r * h + c);
