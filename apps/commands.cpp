@@ -13,6 +13,8 @@ std::span<const Command> commands() {
        "paralab simulate SCENARIO [--json] [--trace FILE] [--set section.key=value ...]"},
       {"compare", "per-op and per-step error between a predicted and a measured result", &run_compare,
        "paralab compare PREDICTED MEASURED [--json] [--top N] [--report FILE.html]"},
+      {"plan", "every valid layout for the model and cluster, simulated and ranked", &run_plan,
+       "paralab plan SCENARIO [--json] [--csv FILE] [--top N] [--baseline k=v,...] [--threads N] [--exact]"},
       {"calibrate", "measure this hardware with the executor's code and write a calibrated topology", &run_calibrate,
        "paralab calibrate --backend cpu|cuda --out FILE [SCENARIO ...] [--ranks N] [--reps N] [--quick]"},
       {"validate", "simulate, execute and compare a scenario in one go (calibrates this machine once)", &run_validate,

@@ -19,6 +19,7 @@ int run_inspect(int argc, char** argv);
 int run_execute(int argc, char** argv);
 int run_simulate(int argc, char** argv);
 int run_compare(int argc, char** argv);
+int run_plan(int argc, char** argv);
 int run_calibrate(int argc, char** argv);
 int run_validate(int argc, char** argv);
 

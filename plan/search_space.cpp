@@ -1,0 +1,107 @@
+// paralab — enumeration of candidate layouts.
+#include "plan/search_space.hpp"
+
+namespace paralab {
+
+namespace {
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+}  // namespace
+
+SearchSpace search_space(const Scenario& base, const SearchBounds& bounds) {
+  const Provenance& pv = base.provenance;
+  const int64_t devices = base.cluster.devices();
+  SearchSpace sp;
+  auto pin_or = [&](const char* key, int64_t value, std::vector<int64_t> free) {
+    return pv.has(key) ? std::vector<int64_t>{value} : free;
+  };
+  sp.tensor = pin_or("parallel.tensor", base.parallel.tensor, divisors(devices));
+  sp.pipeline = pin_or("parallel.pipeline", base.parallel.pipeline, divisors(devices));
+  sp.context = pin_or("parallel.context", base.parallel.context, divisors(devices));
+  sp.micro_batch = pin_or("training.micro_batch_size", base.training.micro_batch_size,
+                          divisors(base.training.global_batch_size));
+  sp.zero_stage = pin_or("parallel.zero_stage", base.parallel.zero_stage, {0, 1, 2, 3});
+  if (pv.has("parallel.data")) sp.data = base.parallel.data;
+  sp.recompute = pv.has("training.recompute") ? std::vector<Recompute>{base.training.recompute}
+                                              : std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full};
+  sp.sequence_parallel = pv.has("parallel.sequence_parallel") ? std::vector<bool>{base.parallel.sequence_parallel}
+                                                              : std::vector<bool>{false, true};
+  sp.pin_virtual = pv.has("parallel.virtual_pipeline_stages");
+  sp.virtual_stages = base.parallel.virtual_pipeline_stages;
+  sp.pin_schedule = pv.has("parallel.schedule");
+  sp.schedule = base.parallel.schedule;
+  (void)bounds;
+  return sp;
+}
+
+void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& bounds,
+               const std::function<void(const Candidate&)>& visit, std::map<std::string, int64_t>& excluded) {
+  const int64_t devices = base.cluster.devices();
+  const int64_t max_tp = bounds.max_tensor > 0 ? bounds.max_tensor : base.cluster.devices_per_node;
+  const bool tp_pinned = sp.tensor.size() == 1 && base.provenance.has("parallel.tensor");
+  const bool mb_pinned = base.provenance.has("training.micro_batch_size");
+  const bool cp_pinned = base.provenance.has("parallel.context");
+  for (int64_t tp : sp.tensor)
+    for (int64_t pp : sp.pipeline)
+      for (int64_t cp : sp.context) {
+        if (devices % (tp * pp * cp) != 0) continue;  // not a factorization of the cluster: not a layout
+        const int64_t dp = devices / (tp * pp * cp);
+        if (sp.data > 0 && dp != sp.data) continue;
+        // Layouts outside the bounds are counted, not built.
+        std::string why;
+        if (!tp_pinned && tp > max_tp) why = "tensor parallel across nodes (--max-tensor)";
+        else if (!cp_pinned && cp > 1 && base.model.seq_length / cp < bounds.min_context_tokens)
+          why = "context chunks shorter than " + std::to_string(bounds.min_context_tokens) + " tokens (--min-context-tokens)";
+        // Virtual stages: divisors of the layers per stage (validation rejects the rest).
+        std::vector<int64_t> vs;
+        if (sp.pin_virtual) vs = {sp.virtual_stages};
+        else if (base.model.num_layers % pp == 0 && pp > 1)  // interleaving needs stages to interleave
+          for (int64_t v = 1; v <= base.model.num_layers / pp; ++v)
+            if ((base.model.num_layers / pp) % v == 0) vs.push_back(v);
+        if (vs.empty()) vs = {1};
+        for (int64_t v : vs) {
+          std::vector<Schedule> scheds;
+          if (sp.pin_schedule) scheds = {sp.schedule};
+          else if (v > 1) scheds = {Schedule::interleaved};
+          else scheds = {Schedule::gpipe, Schedule::one_f_one_b};
+          if (pp == 1 && !sp.pin_schedule && v == 1) scheds = {Schedule::one_f_one_b};  // one stage: schedules coincide
+          for (Schedule sched : scheds)
+            for (int64_t mb : sp.micro_batch)
+              for (int64_t z : sp.zero_stage)
+                for (Recompute rc : sp.recompute) {
+                  // Sharding over a data-parallel group of one is no sharding: ZeRO-0 stands for it.
+                  if (z > 0 && dp * cp == 1 && !base.provenance.has("parallel.zero_stage")) continue;
+                  for (bool seqp : sp.sequence_parallel) {
+                    if (seqp && tp == 1) continue;  // sequence parallelism is a no-op without TP
+                    std::string reason = why;
+                    if (reason.empty() && !mb_pinned && mb > bounds.max_micro_batch)
+                      reason = "micro-batch above " + std::to_string(bounds.max_micro_batch) + " (--max-micro-batch)";
+                    if (reason.empty() && !sp.pin_virtual && v > bounds.max_virtual_stages)
+                      reason = "more than " + std::to_string(bounds.max_virtual_stages) + " virtual stages (--max-virtual-stages)";
+                    if (!reason.empty()) {
+                      ++excluded[reason];
+                      continue;
+                    }
+                    Candidate c;
+                    c.tensor = tp;
+                    c.pipeline = pp;
+                    c.context = cp;
+                    c.data = dp;
+                    c.virtual_stages = v;
+                    c.schedule = sched;
+                    c.micro_batch = mb;
+                    c.zero_stage = z;
+                    c.recompute = rc;
+                    c.sequence_parallel = seqp;
+                    visit(c);
+                  }
+                }
+        }
+      }
+}
+
+}  // namespace paralab
