@@ -70,6 +70,10 @@ struct Replayer::Impl {
   std::unique_ptr<exec::Transport> world;
   std::unique_ptr<exec::Backend> backend;
   std::vector<void*> ptr;
+  // Buffers a compute op would read before any compute op wrote them (written only by a skipped
+  // transfer or collective): given seeded values when allocated, never leftover bytes of other
+  // buffers (integers read as floats are denormals, which slow every kernel down many times).
+  std::vector<char> needs_values;
   exec::NoWatchdog wait;
 
   Impl(const StepIR& ir_, int64_t rank_, const std::string& name)
@@ -78,6 +82,16 @@ struct Replayer::Impl {
     backend = exec::make_backend(name, ir, rank);
     backend->setup(plan, *world);
     ptr.assign(g.buffers.size(), nullptr);
+    needs_values.assign(g.buffers.size(), 0);
+    std::vector<char> written(g.buffers.size(), 0);
+    for (const Op& op : g.ops) {
+      for (const TensorRef& t : op.reads)
+        if (!written[t.buffer]) needs_values[t.buffer] = 1;
+      for (const TensorRef& t : op.writes) {
+        if (is_comm(op.kind)) needs_values[t.buffer] = 1;
+        written[t.buffer] = 1;
+      }
+    }
     // Resident state as the runtime has it before a step (values: seeded random; buffers the
     // runtime copies into, such as fp32 master weights, get random values too).
     for (BufferId b = 0; b < g.buffers.size(); ++b) {
@@ -98,7 +112,10 @@ struct Replayer::Impl {
   void allocate(BufferId b) {
     if (ptr[b]) return;  // a buffer allocated twice cannot happen in a valid IR; tolerate it here
     ptr[b] = backend->allocate(g.buffers[b].bytes());
-    backend->fill(ptr[b], g.buffers[b], plan.buffers[b]);  // exactly what the runtime does
+    exec::BufferPlan how = plan.buffers[b];  // what the runtime does, unless a skipped op fills it
+    if (how.fill == exec::Fill::none && needs_values[b] && float_like(g.buffers[b])) how = exec::BufferPlan{exec::Fill::weights, b};
+    else if (how.fill == exec::Fill::none && needs_values[b]) how = exec::BufferPlan{exec::Fill::zero};
+    backend->fill(ptr[b], g.buffers[b], how);
   }
   void release(BufferId b) {
     if (!ptr[b] || g.buffers[b].resident) return;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -175,6 +176,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   }
 
   // 2. Simulate on the calibrated topology.
+  double predicted_step_s = 0;
   {
     const auto ts = clock_type::now();
     std::vector<std::string> sets = opts.sets;
@@ -186,6 +188,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::ofstream(p) << trace_json(sim.result, ir);
     v.predicted = read_result(p);
     v.simulate_s = since(ts);
+    predicted_step_s = sim.result.step_time_s;
     char buf[160];
     std::snprintf(buf, sizeof buf, "simulated: %.4g s per step on %s (%.2f s)", sim.result.step_time_s,
                   sc.topology.name.c_str(), v.simulate_s);
@@ -199,7 +202,9 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   std::vector<std::pair<double, int>> runs;
   std::vector<nlohmann::json> summaries;
   const auto te = clock_type::now();
-  for (int run = 0; run < std::max(1, opts.runs); ++run) {
+  v.runs = opts.runs > 0 ? opts.runs
+                         : static_cast<int>(std::clamp(std::floor(30.0 / std::max(1e-3, predicted_step_s * std::max(1, opts.steps))), 1.0, 5.0));
+  for (int run = 0; run < v.runs; ++run) {
     const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
     std::vector<std::string> cmd = l.prefix;
     for (const std::string& x : std::vector<std::string>{exe.string(), "execute", opts.scenario.string(), "--backend",
@@ -210,7 +215,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       cmd.push_back("--set");
       cmd.push_back(x);
     }
-    log("executing (run " + std::to_string(run + 1) + " of " + std::to_string(std::max(1, opts.runs)) + "): " + v.launch);
+    log("executing (run " + std::to_string(run + 1) + " of " + std::to_string(v.runs) + "): " + v.launch);
     std::vector<std::string> err;
     const ProcessResult r = run_process(cmd, l.env, [&](const std::string& line) { err.push_back(line); }, opts.timeout_s);
     if (r.exit_code != 0)
@@ -236,10 +241,24 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   v.measured_summary = summaries[static_cast<size_t>(chosen)];
   v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
 
-  // 4. Compare, communication timed as simulated.
+  // 4. Compare, communication timed as simulated; with several runs every op takes its median
+  // duration over the runs (from its start in the compared run).
   {
     const StepIR ir = build_step_ir(s);
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
+    if (v.runs > 1) {
+      std::map<std::pair<int64_t, OpId>, std::vector<double>> durations;
+      for (int run = 0; run < v.runs; ++run) {
+        LoadedResult r = run == chosen ? v.measured : read_result(opts.work_dir / ("measured-" + std::to_string(run) + ".json"));
+        if (run != chosen) align_comm_starts(r.result, ir);
+        for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
+      }
+      for (OpTiming& t : v.measured.result.ops) {
+        auto& d = durations[{t.rank, t.op}];
+        std::sort(d.begin(), d.end());
+        t.end_us = t.start_us + d[d.size() / 2];
+      }
+    }
   }
   v.comparison = compare(v.predicted, v.measured, 10);
   v.total_s = since(t0);
@@ -255,7 +274,7 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   j["op_mape_pct"] = v.comparison.op_mape_pct;
   j["comparison"] = to_json(v.comparison);
   j["calibration"] = {{"file", v.calibration.string()}, {"made_now", v.calibration_made}, {"wall_s", v.calibrate_s}};
-  j["execute"] = {{"command", v.launch}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
+  j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned}};
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
@@ -272,6 +291,14 @@ std::string validate_table(const ValidateOutcome& v) {
                 v.scenario.c_str(), v.calibration.string().c_str(), v.calibration_made ? " (made now)" : "", v.launch.c_str(),
                 c.predicted_step_s, c.measured_step_s, c.step_time_error_pct, c.op_mape_pct, (long long)c.ops_scored);
   out += buf;
+  if (v.run_step_times_s.size() > 1) {
+    std::vector<double> st = v.run_step_times_s;
+    std::sort(st.begin(), st.end());
+    std::snprintf(buf, sizeof buf,
+                  "runs        %zu executions, step time %.4g .. %.4g s (median compared; each op at its median over the runs)\n\n",
+                  st.size(), st.front(), st.back());
+    out += buf;
+  }
   out += to_table(c);
   std::snprintf(buf, sizeof buf, "\nwall time   %.1f s (calibrate %.1f s, simulate %.2f s, execute %.1f s)\n", v.total_s, v.calibrate_s,
                 v.simulate_s, v.execute_s);

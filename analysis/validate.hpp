@@ -47,7 +47,9 @@ struct ValidateOptions {
   bool recalibrate = false;           // ignore the cache
   bool quick_calibration = false;     // calibrate --quick when one is made
   int steps = 2;                      // per execution: warm-up steps + the measured one
-  int runs = 1;                       // executions; the one with the median step time is compared
+  // Executions (0: as many as fit in about 30 s of predicted step time, 1 to 5). The run with
+  // the median step time is compared, each op with its median duration over the runs.
+  int runs = 0;
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)
   double timeout_s = 3600;            // per child process
@@ -64,6 +66,7 @@ struct ValidateOutcome {
   nlohmann::json measured_summary;     // execute --json of the compared run
   Comparison comparison;
   std::vector<double> run_step_times_s;
+  int runs = 1;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
 };
