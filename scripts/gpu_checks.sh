@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--bundle-only | --bundle DIR] [--out DIR]"; exit 2 ;;
   esac
 done
+if [ -n "$BUNDLE" ]; then BUNDLE=$(cd "$BUNDLE" && pwd) || { echo "gpu_checks: no bundle $BUNDLE"; exit 2; }; fi
 RESULTS=${OUT_DIR:-$ROOT/bench/results/gpu}
 # Binaries built elsewhere find the scenarios, presets and topologies of this checkout.
 export PARALAB_DATA_DIR=$ROOT PARALAB_SOURCE_DIR=$ROOT
@@ -61,6 +62,8 @@ if [ "$BUNDLE_ONLY" = 1 ]; then
   done
   # Shared libraries the GPU machine lacks (its own CUDA, cuBLAS and NCCL are used).
   for lib in $(ldd .gpubundle/bin/paralab | awk '/=>/ {print $3}' | grep -E 'toml'); do cp -L "$lib" .gpubundle/lib/; done
+  # The device tool carries at most 64 MiB: compress the binaries (unpacked on the GPU machine).
+  tar -C .gpubundle -cJf .gpubundle/bin.tar.xz bin && rm -rf .gpubundle/bin
   grep -qx '/.gpubundle/' .git/info/exclude 2>/dev/null || echo '/.gpubundle/' >> .git/info/exclude
   du -sh .gpubundle
   echo "gpu_checks: bundle ready; on the GPU machine: bash scripts/gpu_checks.sh --bundle .gpubundle --out \$OUT"
@@ -86,7 +89,7 @@ check() {  # check NAME COMMAND...: runs, logs to NAME.log, records pass/fail
 
 if [ -n "$BUNDLE" ]; then
   # Libraries: the bundle's, the CUDA toolkit's, and NCCL wherever the machine has it (pip wheels).
-  LIBS="$ROOT/$BUNDLE/lib"
+  LIBS="$BUNDLE/lib"
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d "$d" ] && LIBS="$LIBS:$d"; done
   for py in python3 /opt/torch/.venv/bin/python3; do
     for pkg in nccl cublas cuda_runtime; do
@@ -94,7 +97,11 @@ if [ -n "$BUNDLE" ]; then
     done
   done
   export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
-  BUNDLE="$ROOT/$BUNDLE"
+  if [ -f "$BUNDLE/bin.tar.xz" ]; then  # unpack outside the (read-only) carried folder
+    mkdir -p /tmp/paralab-bundle && tar -C /tmp/paralab-bundle -xJf "$BUNDLE/bin.tar.xz"
+    cp -r "$BUNDLE/lib" /tmp/paralab-bundle/ 2>/dev/null
+    BUNDLE=/tmp/paralab-bundle
+  fi
 else
   check build build
 fi

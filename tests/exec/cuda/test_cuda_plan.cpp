@@ -179,6 +179,10 @@ std::vector<Case> pipeline_cases() {
   for (int gbs : {8, 16})
     out.push_back({"cpu-pp4", {"parallel.schedule=interleaved", "parallel.virtual_pipeline_stages=2",
                                "training.global_batch_size=" + std::to_string(gbs)}});
+  for (int gbs : {4, 8})  // two stages: the ring's wrap-around edges join the same pair of ranks
+    out.push_back({"cpu-pp4", {"parallel.schedule=interleaved", "parallel.virtual_pipeline_stages=2",
+                               "parallel.pipeline=2", "cluster.devices_per_node=2",
+                               "training.global_batch_size=" + std::to_string(gbs)}});
   for (const char* s : {"cpu-tp2-pp2-gpipe", "cpu-tp2", "cpu-cp2", "cpu-dp2-zero2", "cpu-tp2-dp2-zero3", "cpu-1rank-fp16",
                         "quickstart"})
     out.push_back({s, {}});
