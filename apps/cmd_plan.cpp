@@ -26,7 +26,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--max-micro-batch", true, "largest micro-batch size (default 8)"},
     {"--min-context-tokens", true, "least tokens per context-parallel rank (default 2048)"},
     {"--max-virtual-stages", true, "most virtual pipeline stages per stage (default 8)"},
-    {"--refine", true, "best screened layouts to re-simulate with two runs (default 32)"},
+    {"--refine", true, "best screened layouts to re-simulate with two runs (default 16)"},
     {"--exact", false, "simulate every micro-batch of every candidate (slower; default screens, see docs/planner.md)"},
     {"--help", false, "this help"},
 };

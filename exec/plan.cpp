@@ -221,9 +221,9 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
       bp.fill = Fill::token_ids;
       const std::string stream = name.substr(0, name.find('.'));  // "token_ids" | "labels"
       bp.key = seed_key({seed, hash_string("data"), hash_string(stream)});
-      const int64_t mb = g.op(first).microbatch, b = s.training.micro_batch_size, S = s.model.seq_length;
-      bp.global_offset = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * b +
-                         p.coord.cp * (S / s.parallel.context) * b;
+      const int64_t mb = g.op(first).microbatch, batch = s.training.micro_batch_size, S = s.model.seq_length;
+      bp.global_offset = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * batch +
+                         p.coord.cp * (S / s.parallel.context) * batch;
       bp.vocab = s.model.vocab_size;
     } else if (read_first) {
       bp.fill = Fill::zero;

@@ -86,7 +86,8 @@ OpId StageBuilder::kernel(OpKind kind, const char* name, std::vector<TensorRef> 
 }
 
 BufferId StageBuilder::tp_all_gather(const char* name, BufferId in, MemCategory cat) {
-  const Buffer& src = b_.buf(in);
+  // Copies, not a reference: act_buffer() appends to the buffer table, which may reallocate.
+  const Buffer src = b_.buf(in);
   const int64_t cols = m_.hidden;
   const int64_t rows = src.elements / cols;
   const BufferId out = act_buffer(name, rows * m_.tp, cols, src.dtype, cat);

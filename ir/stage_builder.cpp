@@ -128,9 +128,17 @@ uint32_t p2p_tag(int32_t mb, int64_t receiver_vs, int64_t virtual_stages, bool a
 }
 }  // namespace
 
+// Megatron's scatter/gather of pipeline transfers (Narayanan et al. 2021, Sec. 4.1): each tensor
+// rank sends 1/t of the activation and the receivers all-gather it; without sequence
+// parallelism only, and only where the [tokens, hidden] rows split evenly over t (e.g. not
+// 2048 tokens over t = 3): otherwise the whole tensor is sent, as without the option.
+bool StageBuilder::pipeline_scatter_gather() const {
+  return s_.parallel.scatter_gather_tensors_in_pipeline && !m_.sp && m_.tp > 1 && m_.tokens() % m_.tp == 0;
+}
+
 BufferId StageBuilder::receive(const PipelineTask& t, const ChunkSpec& c, bool activation) {
   const int64_t h = m_.hidden, Tsp = m_.tokens_sp();
-  const bool sg = s_.parallel.scatter_gather_tensors_in_pipeline && !m_.sp && m_.tp > 1;
+  const bool sg = pipeline_scatter_gather();
   const int64_t rows = sg ? m_.tokens() / m_.tp : Tsp;
   const BufferId in = act_buffer(activation ? "recv_activation" : "recv_grad", rows, h, m_.act,
                                  sg ? MemCategory::buffers : MemCategory::activations);
@@ -155,7 +163,7 @@ BufferId StageBuilder::receive(const PipelineTask& t, const ChunkSpec& c, bool a
 
 void StageBuilder::send(const PipelineTask& t, const ChunkSpec& c, BufferId what, bool activation) {
   const int64_t h = m_.hidden;
-  const bool sg = s_.parallel.scatter_gather_tensors_in_pipeline && !m_.sp && m_.tp > 1;
+  const bool sg = pipeline_scatter_gather();
   const int64_t rows = sg ? m_.tokens() / m_.tp : m_.tokens_sp();
   OpSpec o;
   o.kind = OpKind::send;

@@ -71,6 +71,8 @@ class StageBuilder {
   // pipeline transfers (stage_builder.cpp)
   BufferId receive(const PipelineTask& t, const ChunkSpec& c, bool activation);
   void send(const PipelineTask& t, const ChunkSpec& c, BufferId what, bool activation);
+  // Megatron's scatter/gather of pipeline transfers applies (see stage_builder.cpp).
+  [[nodiscard]] bool pipeline_scatter_gather() const;
 
   // op helpers (op_helpers.cpp)
   BufferId act_buffer(const char* name, int64_t rows, int64_t cols, DType dtype, MemCategory cat = MemCategory::activations);

@@ -1,6 +1,8 @@
 // paralab — enumerate, prune, simulate, rank.
 #include "plan/planner.hpp"
 
+#include "ir/error.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,11 +35,16 @@ std::string reason_of(const ConfigError& e) {
   return e.key() + ": " + out;
 }
 
-int zero_cost(int64_t z) { return z <= 1 ? 1 : static_cast<int>(z); }
+// The cost order of ZeRO stages: 1 < 0 < 2 < 3. ZeRO-1 moves the same bytes as plain data
+// parallelism (a reduce-scatter and an all-gather make one all-reduce; Rajbhandari et al. 2020,
+// Sec. 7.2.1) while its optimizer step touches 1/dp of the states, so it is never slower than
+// ZeRO-0 and needs less memory (measured over the 197 pairs of the GPT-3 175B sweep: ZeRO-0 at
+// 0.94-0.999x ZeRO-1's tokens/s, never faster; bench/results/plan_speed.md). ZeRO-2/3 add
+// communication (per-bucket reduce-scatters, parameter all-gathers).
+int zero_cost(int64_t z) { return z == 1 ? 0 : z == 0 ? 1 : static_cast<int>(z); }
 
 // (z2, rc2) makes (z1, rc1) pointless when it is no heavier in either and lighter in one: less
-// recomputation and less ZeRO communication never make a step slower (ZeRO 0 and 1 move the
-// same bytes and are both kept).
+// recomputation and less ZeRO communication never make a step slower.
 bool dominates(const Candidate& a, const Candidate& b) {
   const bool rc_le = a.recompute <= b.recompute, z_le = zero_cost(a.zero_stage) <= zero_cost(b.zero_stage);
   const bool strictly = a.recompute < b.recompute || zero_cost(a.zero_stage) < zero_cost(b.zero_stage);
@@ -58,11 +65,9 @@ StepResult sim_figures(const Scenario& s, const StepIR** keep = nullptr, double*
   const StepIR ir = build_step_ir(s);
   StepResult r = sim::simulate(ir, sim::SimulateOptions{}).result;
   if (per_mb_max) {
-    std::map<int64_t, std::vector<OpTiming>> by_rank;
-    for (const OpTiming& t : r.ops) by_rank[t.rank].push_back(t);
     double worst = 0;
-    for (const auto& [rank, ops] : by_rank) {
-      const Breakdown b = rank_breakdown(ir, rank, ops);
+    for (const RankStats& rs : r.ranks) {  // finalize's per-rank breakdowns
+      const Breakdown& b = rs.breakdown;
       const double grows = b.compute_s + b.exposed_comm_s[static_cast<size_t>(CommClass::tp)] +
                            b.exposed_comm_s[static_cast<size_t>(CommClass::cp)] +
                            b.exposed_comm_s[static_cast<size_t>(CommClass::pp)];
@@ -107,7 +112,12 @@ std::string_view to_string(Fidelity f) {
 
 PlannedLayout simulate_layout(const Scenario& base, const Candidate& c, Fidelity f, const StepResult* screen) {
   const auto t0 = std::chrono::steady_clock::now();
-  PlannedLayout out = simulate_layout_untimed(base, c, f, screen);
+  PlannedLayout out;
+  try {
+    out = simulate_layout_untimed(base, c, f, screen);
+  } catch (const InternalError& e) {  // a bug: name the layout that shows it
+    throw InternalError("planner: layout " + c.label() + " (" + std::string(to_string(f)) + "): " + e.what());
+  }
   out.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -26,7 +26,7 @@ struct PlanOptions {
   SearchBounds bounds;
   int threads = 0;         // 0: every core
   size_t top = 10;         // layouts shown
-  size_t refine = 32;      // best screened layouts re-simulated with two runs
+  size_t refine = 16;      // best screened layouts re-simulated with two runs (>= the top 10 shown)
   bool exact = false;      // simulate every candidate with all its micro-batches
   std::optional<Candidate> baseline;  // a layout to compare the winner with
 };

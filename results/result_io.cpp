@@ -94,7 +94,7 @@ StepResult result_from_json(const nlohmann::json& j) {
     for (const auto& x : j["ranks"])
       r.ranks.push_back({x.value("rank", int64_t{0}), x.value("stage", int64_t{0}),
                          x.value("peak_memory_gib", 0.0) * kGiB, x.value("peak_time_s", 0.0) * 1e6,
-                         x.value("peak_op", OpId{0})});
+                         x.value("peak_op", OpId{0}), Breakdown{}});
   return r;
 }
 

@@ -133,6 +133,8 @@ void finalize(StepResult& r, const StepIR& ir) {
   Breakdown avg;
   for (const auto& [rank, ops] : by_rank) {
     const Breakdown b = rank_breakdown(ir, rank, ops, t0, t1);
+    for (RankStats& rs : r.ranks)
+      if (rs.rank == rank) rs.breakdown = b;
     avg.compute_s += b.compute_s;
     avg.bubble_s += b.bubble_s;
     for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += b.exposed_comm_s[static_cast<size_t>(c)];

@@ -21,13 +21,6 @@ struct OpTiming {
   double start_us = 0, end_us = 0;
 };
 
-struct RankStats {
-  int64_t rank = 0, stage = 0;
-  double peak_memory_bytes = 0;  // resident + transient at the peak
-  double peak_time_us = 0;       // when the peak happened
-  OpId peak_op = 0;              // the op running at the peak
-};
-
 // Where a rank's step time goes (Sec. "Breakdown" in docs/results.md): compute-stream busy
 // time, communication that the compute stream waited for (exposed), split by group kind, and
 // idle time with nothing in flight (pipeline bubble and dependency waits).
@@ -35,6 +28,14 @@ struct Breakdown {
   double compute_s = 0;
   std::array<double, kCommClasses> exposed_comm_s{};
   double bubble_s = 0;
+};
+
+struct RankStats {
+  int64_t rank = 0, stage = 0;
+  double peak_memory_bytes = 0;  // resident + transient at the peak
+  double peak_time_us = 0;       // when the peak happened
+  OpId peak_op = 0;              // the op running at the peak
+  Breakdown breakdown;           // this rank's, over the step's window (set by finalize)
 };
 
 struct StepResult {

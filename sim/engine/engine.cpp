@@ -639,7 +639,7 @@ EngineOutput Engine::run() {
       out.end_us = std::max(out.end_us, st.end[id]);
       if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id]});
     }
-    out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op});
+    out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{}});
     out.memory.push_back(st.mem);
   }
   return out;
