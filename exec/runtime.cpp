@@ -395,7 +395,9 @@ StepRun Runtime::run_step(int64_t step) {
       threads.emplace_back([this, s, step, &out, &out_mu] { worker(static_cast<Stream>(s), step, out, out_mu); });
   for (auto& t : threads) t.join();
   if (failed_.load()) {
-    leak_ = true;  // transfers may still be in flight into live buffers; the job is torn down
+    // Transfers from peers or device work may still be in flight into live buffers, so they are
+    // left to the process's teardown; alone and synchronous, nothing can be, and they are freed.
+    leak_ = world_.size() > 1 || !backend_.synchronous();
     if (error_is_watchdog_) throw WatchdogError(plan_.rank, error_);
     throw ExecError(plan_.rank, error_);
   }
