@@ -28,19 +28,10 @@ phase() {  # phase NAME: records the time since the previous phase ended
   phase_start=$now
 }
 
-# Packages this script needs beyond scripts/setup.sh's build (installed by name from Debian).
-PACKAGES=(clang libclang-rt-14-dev)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "paralab hardening: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# clang and its runtimes (libFuzzer) come with scripts/setup.sh's packages.
+if ! command -v clang++ >/dev/null || ! command -v g++ >/dev/null; then
+  echo "paralab hardening: clang++ and g++ are needed; run scripts/setup.sh first" >&2
+  exit 2
 fi
 phase "packages"
 

@@ -8,34 +8,19 @@
 // (bench/sim/speed/gpt3-175b-1024.toml); goal (issue 2): < 2 s and < 4 GiB on one core.
 // Ranks that differ only in their data-parallel (and tensor-parallel) index share their
 // stage's graph; the bench asks the IR for every rank's graph to show the API answers for any.
-#include <sys/resource.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "bench/bench_clock.hpp"
 #include "ir/scenario_loader.hpp"
 #include "ir/step_ir.hpp"
 
 using namespace paralab;
-
-namespace {
-
-double cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is KiB on Linux
-}
-
-}  // namespace
+using bench::cpu_s;
+using bench::peak_rss_gib;
 
 int main(int argc, char** argv) {
   std::string file = std::string(PARALAB_SOURCE_DIR) + "/bench/sim/speed/gpt3-175b-1024.toml";

@@ -7,8 +7,6 @@
 // sweep, the top five layouts, and with --baseline the given layout (TP, PP, DP; micro-batch 1,
 // 1F1B, selective recomputation and SP as Megatron ran GPT-3) simulated exactly beside the
 // winner, with the planner's explanation.
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/bench_clock.hpp"
 #include "ir/scenario_loader.hpp"
 #include "plan/planner.hpp"
 
@@ -23,11 +22,7 @@ using namespace paralab;
 
 namespace {
 
-double cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+using bench::cpu_s;
 
 void print_layout(const char* tag, const PlannedLayout& l) {
   std::printf("%-9s %-48s step %8.3f s  %9.0f tok/s  MFU %5.1f %%  peak %6.1f GiB  bubble %4.1f %%  (%s)\n", tag,

@@ -8,9 +8,6 @@
 // goal < 2 s on one core; Llama 3 405B on 16,384 H100s, goal < 30 s and < 8 GiB). CPU time is
 // the figure to compare with the goals on a shared machine (wall time includes waiting for a
 // core); the minimum over --repeat runs is reported.
-#include <sys/resource.h>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_clock.hpp"
 #include "ir/scenario_loader.hpp"
 #include "ir/step_ir.hpp"
 #include "sim/simulate.hpp"
@@ -26,19 +24,9 @@ using namespace paralab;
 
 namespace {
 
-double cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-double wall_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is KiB on Linux
-}
+using bench::cpu_s;
+using bench::peak_rss_gib;
+using bench::wall_s;
 
 struct Times {
   double ir_cpu = 1e300, sim_cpu = 1e300, total_cpu = 1e300, total_wall = 1e300;
