@@ -91,16 +91,20 @@ int to_int_count(int64_t n, const char* what) {
 }
 
 // Polls requests to completion. Nonblocking collectives (Open MPI's libnbc) advance one round
-// per test on each side, so for the first 0.5 ms both sides busy-poll without yielding (a
+// per test on each side, so for the first 0.1 ms both sides busy-poll without yielding (a
 // sched_yield on a loaded host gives the core away for a whole time slice: milliseconds per
-// round); after that the poller sleeps, growing from 50 us to 1 ms (long waits: pipeline
-// bubbles, a gradient reduction waiting for the slowest replica), leaving the cores to compute.
+// round); after that the poller sleeps 20 us, growing to at most 100 us. The cap bounds what a
+// round costs once a late peer arrives (the early side tests at least every 100 us; with a
+// 1 ms cap, 2-rank TP reduce-scatters measured 2.4 ms against 0.09 ms when both sides arrive
+// together: bench/results/validate_cpu.md), while a long wait (a pipeline bubble, a gradient
+// reduction waiting for the slowest replica) costs a wake-up per 100 us, a few % of a core.
 // The wait policy is consulted throughout (watchdog, failure of another stream).
 void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  constexpr double kSpinS = 0.5e-3;
-  int64_t sleep_us = 50;
+  constexpr double kSpinS = 0.1e-3;
+  constexpr int64_t kMaxSleepUs = 100;
+  int64_t sleep_us = 20;
   double waited = 0;
   for (int64_t iter = 0;; ++iter) {
     int done = 0;
@@ -110,7 +114,7 @@ void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
     waited = std::chrono::duration<double>(clock::now() - t0).count();
     if (waited >= kSpinS) {
       std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-      sleep_us = std::min<int64_t>(sleep_us * 2, 1000);
+      sleep_us = std::min<int64_t>(sleep_us * 2, kMaxSleepUs);
     }
     w.check(waited);
   }
