@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/ir_size.hpp"
 #include "ir/raw_config.hpp"
 #include "ir/schema.hpp"
 #include "ir/topology_loader.hpp"
@@ -217,6 +218,9 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
     s.parallel.data = gpus / model_par;
   }
   validate_scenario(s);
+  // Resources: an IR this host cannot hold is refused here, before generation starts (once per
+  // file loaded, not in validate_scenario, which the planner calls for every candidate).
+  check_ir_fits_host(s, host_memory_available_bytes());
   return s;
 }
 

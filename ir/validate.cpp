@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "ir/enum_names.hpp"
-#include "ir/ir_size.hpp"
 #include "ir/scenario_loader.hpp"
 
 namespace paralab {
@@ -222,9 +221,6 @@ static void validate_world_and_batch(const Scenario& s) {
                " micro-batches per data-parallel rank, not a multiple of pipeline (" +
                std::to_string(p.pipeline) + ") as the interleaved schedule needs",
            "a multiple of " + std::to_string(per_step * p.pipeline));
-
-  // Resources: an IR this host cannot hold is refused here, before generation starts.
-  check_ir_fits_host(s, host_memory_available_bytes());
 }
 
 void validate_scenario(const Scenario& s) {
