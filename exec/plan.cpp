@@ -42,6 +42,19 @@ std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T) 
   return {plan.coord.tp * n, (plan.coord.tp + 1) * n};
 }
 
+AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a) {
+  const AttentionDims x{a.batch, a.heads, a.kv_heads, a.head_dim, a.sq, m.qkv_cols(), m.attn_cols()};
+  if (x.al != m.heads_local() || x.gl != m.groups_local() || x.d != m.head_dim || x.s != m.seq_local())
+    throw InternalError("attention: attributes do not match the model shape");
+  return x;
+}
+
+AttentionBlock attention_block(int64_t cp_index, const AttentionAttrs& a) {
+  const int64_t cp = a.cp_size, me = cp_index;
+  const int64_t src = ((me - a.cp_step) % cp + cp) % cp;  // whose KV chunk arrives at this step
+  return src == me ? AttentionBlock::causal : src < me ? AttentionBlock::full : AttentionBlock::masked;
+}
+
 std::string CommKey::label() const {
   std::string out(to_string(group));
   out += p2p ? std::string("/p2p") : stream == Stream::kCount ? std::string("/base") : "/" + std::string(to_string(stream));

@@ -137,6 +137,18 @@ double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k);
 // (the IR all-reduces replicated gradients over tp under SP).
 std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T);
 
+// An attention op's geometry on this rank: batch, local query heads, local KV groups, head
+// dim, local sequence, and the row strides of the qkv and context tensors (columns). Throws
+// InternalError when the op's attributes disagree with the model shape.
+struct AttentionDims {
+  int64_t b, al, gl, d, s, qkv_cols, ctx_cols;
+};
+AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a);
+// Which block of a context-parallel ring step this rank sees (ring attention, Liu et al.
+// 2023): its own KV chunk (causal), an earlier rank's (full) or a later rank's (masked).
+enum class AttentionBlock { causal, full, masked };
+AttentionBlock attention_block(int64_t cp_index, const AttentionAttrs& a);
+
 // 64-bit mixing (splitmix64 finalizer) and a key from parts, for seeds.
 uint64_t mix64(uint64_t x);
 uint64_t seed_key(std::initializer_list<uint64_t> parts);

@@ -22,9 +22,8 @@ namespace paralab::exec::cpu {
 
 namespace {
 
-struct Dims {
-  int64_t b, al, gl, d, s, qkv_cols, ctx_cols;
-};
+using Dims = AttentionDims;
+using Block = AttentionBlock;
 
 // [b, H, s, d] fp32 <-> heads stored at columns col(h) .. col(h)+d of rows i*b + b_idx.
 template <class ColOf>
@@ -48,21 +47,6 @@ void unpack(void* base, DType t, int64_t ld, const Dims& x, int64_t H, ColOf col
       }
 }
 
-Dims dims_of(const CpuContext& ctx, const AttentionAttrs& a) {
-  const ModelShape& m = ctx.shape;
-  Dims x{a.batch, a.heads, a.kv_heads, a.head_dim, a.sq, m.qkv_cols(), m.attn_cols()};
-  if (x.al != m.heads_local() || x.gl != m.groups_local() || x.d != m.head_dim || x.s != m.seq_local())
-    throw InternalError("attention: attributes do not match the model shape");
-  return x;
-}
-
-enum class Block { causal, full, masked };
-
-Block block_of(const CpuContext& ctx, const AttentionAttrs& a) {
-  const int64_t cp = a.cp_size, me = ctx.plan.coord.cp;
-  const int64_t src = ((me - a.cp_step) % cp + cp) % cp;
-  return src == me ? Block::causal : src < me ? Block::full : Block::masked;
-}
 
 // K and V of the block this step attends to: inside qkv (step 0) or the received kv buffer
 // ([T, 2 g/t d]: the key groups, then the value groups).
@@ -80,9 +64,9 @@ void pack_kv(const OpCall& call, const Dims& x, bool own, size_t kv_read, float*
 
 void forward(const OpCall& call, CpuContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
-  const Dims x = dims_of(ctx, a);
+  const Dims x = attention_dims(ctx.shape, a);
   const auto& o = call.plan;
-  const Block blk = block_of(ctx, a);
+  const Block blk = attention_block(ctx.plan.coord.cp, a);
   if (a.cp_step > 0 && blk == Block::masked) return;  // nothing visible: ctx and lse unchanged
   const int64_t nq = x.b * x.al * x.s * x.d, nkv = x.b * x.gl * x.s * x.d, nl = x.b * x.al * x.s;
   float* q = ctx.scratch.get(0, nq);
@@ -130,9 +114,9 @@ void forward(const OpCall& call, CpuContext& ctx) {
 
 void backward(const OpCall& call, CpuContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
-  const Dims x = dims_of(ctx, a);
+  const Dims x = attention_dims(ctx.shape, a);
   const auto& o = call.plan;
-  const Block blk = block_of(ctx, a);
+  const Block blk = attention_block(ctx.plan.coord.cp, a);
   const int64_t nq = x.b * x.al * x.s * x.d, nkv = x.b * x.gl * x.s * x.d;
   const int64_t T = x.s * x.b, kv_cols = 2 * x.gl * x.d;
   // reads {qkv, ctx, lse, d_ctx, [kv], [dkv]}; writes {d_qkv, [dkv_out]}

@@ -20,25 +20,8 @@ namespace paralab::exec::cuda {
 
 namespace {
 
-struct Dims {
-  int64_t b, al, gl, d, s, qkv_cols, ctx_cols;
-};
-
-Dims dims_of(const CudaOpContext& ctx, const AttentionAttrs& a) {
-  const ModelShape& m = ctx.shape;
-  Dims x{a.batch, a.heads, a.kv_heads, a.head_dim, a.sq, m.qkv_cols(), m.attn_cols()};
-  if (x.al != m.heads_local() || x.gl != m.groups_local() || x.d != m.head_dim || x.s != m.seq_local())
-    throw InternalError("attention: attributes do not match the model shape");
-  return x;
-}
-
-enum class Block { causal, full, masked };
-
-Block block_of(const CudaOpContext& ctx, const AttentionAttrs& a) {
-  const int64_t cp = a.cp_size, me = ctx.plan.coord.cp;
-  const int64_t src = ((me - a.cp_step) % cp + cp) % cp;
-  return src == me ? Block::causal : src < me ? Block::full : Block::masked;
-}
+using Dims = AttentionDims;
+using Block = AttentionBlock;
 
 // Packed operand buffers of one call.
 struct Packed {
@@ -71,10 +54,10 @@ void pack_qkv(const OpCall& call, const Dims& x, bool own, size_t kv_read, DType
 
 void forward(const OpCall& call, CudaOpContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
-  const Dims x = dims_of(ctx, a);
+  const Dims x = attention_dims(ctx.shape, a);
   const auto& o = call.plan;
   const cudaStream_t s = ctx.stream();
-  const Block blk = block_of(ctx, a);
+  const Block blk = attention_block(ctx.plan.coord.cp, a);
   if (a.cp_step > 0 && blk == Block::masked) return;  // nothing visible: ctx and lse unchanged
   const bool merge = a.cp_step > 0;
   const DType st = o.writes[0].dtype, work = merge ? DType::f32 : st;
@@ -111,10 +94,10 @@ void forward(const OpCall& call, CudaOpContext& ctx) {
 
 void backward(const OpCall& call, CudaOpContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
-  const Dims x = dims_of(ctx, a);
+  const Dims x = attention_dims(ctx.shape, a);
   const auto& o = call.plan;
   const cudaStream_t s = ctx.stream();
-  const Block blk = block_of(ctx, a);
+  const Block blk = attention_block(ctx.plan.coord.cp, a);
   const int64_t T = x.s * x.b, kv_cols = 2 * x.gl * x.d;
   // reads {qkv, ctx, lse, d_ctx, [kv], [dkv]}; writes {d_qkv, [dkv_out]}
   const bool own = a.cp_step == 0;
