@@ -1,0 +1,388 @@
+// paralab — from calibration measurements to a topology: the least-squares fits of the
+// model's parameters (GEMM rate and packing by shape, streaming kernels, alpha-beta per link)
+// and the calibrated topology file the simulator loads as is (docs/calibration.md, "Fits" and
+// "The file").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "analysis/calibrate.hpp"
+#include "ir/enum_names.hpp"
+#include "ir/topology_loader.hpp"
+
+namespace paralab::calib {
+
+// ---- Fits ------------------------------------------------------------------------------------------
+
+void fit_all(CalibrationResult& r) {
+  std::vector<GemmSample> gs;
+  std::set<MathMode> maths;
+  std::vector<StreamSample> ss;
+  std::map<std::string, std::vector<StreamSample>> by_kind;
+  for (const OpSamples& s : r.compute) {
+    const double t = s.median_us();
+    if (t <= 0) continue;
+    if (s.key.kind == OpKind::gemm) {
+      gs.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t});
+      maths.insert(s.key.math);
+    } else if (!is_comm(s.key.kind) && !is_matmul(s.key.kind) && s.bytes > 0) {  // memory-bound kernels
+      const std::string kind(enum_to_string(s.key.kind));
+      ss.push_back({"", s.bytes, t});
+      by_kind[kind].push_back({kind, s.bytes, t});
+    }
+  }
+  r.gemm.clear();
+  for (MathMode m : maths) r.gemm[m] = fit_gemm(gs, m);
+  if (!ss.empty()) r.stream = fit_streaming(ss);
+  r.stream_by_kind.clear();
+  for (const auto& [k, v] : by_kind) r.stream_by_kind[k] = fit_streaming(v);
+
+  // Fused attention: t - t_launch = executed FLOPs / (P(math) * efficiency).
+  const Topology& b = r.base;
+  const double peak = [&] {
+    auto it = r.gemm.find(MathMode::f32);
+    double p = b.device.peak(MathMode::f32);
+    if (b.device.kind == DeviceKind::cpu && r.host.theoretical_fp32_tflops_per_core > 0) p = r.host.theoretical_fp32_tflops_per_core;
+    if (it != r.gemm.end()) p = std::max(p, it->second.flop_per_us * 1e-6 / 0.99);
+    return p;
+  }();
+  for (OpKind kind : {OpKind::attention_fwd, OpKind::attention_bwd}) {
+    std::vector<std::vector<double>> X;
+    std::vector<double> y;
+    for (const OpSamples& s : r.compute) {
+      if (s.key.kind != kind) continue;
+      const double t = s.median_us() - std::max(0.0, r.stream.latency_us);
+      if (t > 0 && s.exec_flops > 0) {
+        X.push_back({s.exec_flops});
+        y.push_back(t);
+      }
+    }
+    if (X.empty()) continue;
+    const LinearFit f = relative_least_squares(X, y, true);
+    // c = 1 / (P * eff) in us per FLOP; P in FLOP/us. Attention computes in fp32 on the CPU.
+    const double eff = f.coef[0] > 0 ? 1.0 / (f.coef[0] * peak * 1e6) : 0.0;
+    (kind == OpKind::attention_fwd ? r.flash_fwd_efficiency : r.flash_bwd_efficiency) = std::clamp(eff, 1e-4, 1.0);
+  }
+
+  // The scenarios' calls weigh by how often they occur; the sweep together weighs a tenth of
+  // them (it keeps the fit sane beyond the scenarios' sizes), or everything alike without
+  // scenarios.
+  double scenario_weight = 0;
+  int64_t sweep_points = 0;
+  for (const CommPoint& p : r.comm) {
+    scenario_weight += p.weight;
+    sweep_points += p.weight <= 0;
+  }
+  const double sweep_weight = scenario_weight > 0 && sweep_points > 0 ? 0.1 * scenario_weight / static_cast<double>(sweep_points) : 1.0;
+  std::vector<CommSample> cs;
+  for (const CommPoint& p : r.comm)
+    if (p.median_us() > 0)
+      cs.push_back({p.pattern, p.group, static_cast<double>(p.bytes), p.median_us(), p.weight > 0 ? p.weight : sweep_weight});
+  r.have_comm_fit = !cs.empty();
+  if (r.have_comm_fit) r.comm_fit = fit_alpha_beta(cs);
+}
+
+// ---- The calibrated topology -------------------------------------------------------------------------
+
+namespace {
+
+struct DeviceFit {
+  double peak_fp32 = 0, gemm_eff = 0, peak_bf16 = 0, peak_f16 = 0;
+};
+
+DeviceFit device_fit(const CalibrationResult& r) {
+  DeviceFit d;
+  const DeviceSpec& b = r.base.device;
+  d.peak_fp32 = b.peak(MathMode::f32);
+  if (b.kind == DeviceKind::cpu && r.host.theoretical_fp32_tflops_per_core > 0) d.peak_fp32 = r.host.theoretical_fp32_tflops_per_core;
+  d.gemm_eff = b.gemm_max_efficiency;
+  d.peak_bf16 = b.peak(MathMode::bf16);
+  d.peak_f16 = b.peak(MathMode::f16);
+  auto f32 = r.gemm.find(MathMode::f32);
+  if (f32 != r.gemm.end() && f32->second.flop_per_us > 0) {
+    const double rate = f32->second.flop_per_us * 1e-6;  // TFLOP/s
+    if (rate / d.peak_fp32 > 0.99) d.peak_fp32 = rate / 0.99;  // faster than the nominal clock (turbo)
+    d.gemm_eff = rate / d.peak_fp32;
+    if (b.kind == DeviceKind::cpu) {
+      // bf16/f16 storage is converted and multiplied in fp32: their "peak" is what makes
+      // P(math) x efficiency the measured rate.
+      d.peak_bf16 = d.peak_f16 = d.peak_fp32;
+      for (MathMode m : {MathMode::bf16, MathMode::f16}) {
+        auto it = r.gemm.find(m);
+        if (it == r.gemm.end() || it->second.flop_per_us <= 0) continue;
+        (m == MathMode::bf16 ? d.peak_bf16 : d.peak_f16) = it->second.flop_per_us * 1e-6 / d.gemm_eff;
+        if (m == MathMode::bf16 && r.gemm.find(MathMode::f16) == r.gemm.end()) d.peak_f16 = d.peak_bf16;
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+Topology calibrated_topology(const CalibrationResult& r) {
+  Topology t = r.base;
+  t.name = r.base.name + "-calibrated";
+  t.description = "calibrated by paralab calibrate on " + r.host.hostname + " (" + r.started_utc + ")";
+  DeviceSpec& d = t.device;
+  const DeviceFit f = device_fit(r);
+  d.peak_tflops[math_index(MathMode::f32)] = f.peak_fp32;
+  d.gemm_max_efficiency = std::clamp(f.gemm_eff, 1e-4, 1.0);
+  if (d.kind == DeviceKind::cpu) {
+    d.name = r.host.cpu_model.empty() ? d.name : r.host.cpu_model;
+    d.peak_tflops[math_index(MathMode::tf32)] = f.peak_fp32;
+    d.peak_tflops[math_index(MathMode::bf16)] = f.peak_bf16;
+    d.peak_tflops[math_index(MathMode::f16)] = f.peak_f16;
+    d.peak_tflops[math_index(MathMode::fp8)] = 0;
+    if (r.host.mem_total_gib > 0) d.memory_gib = std::floor(100.0 * r.host.mem_total_gib / std::max(1, r.ranks)) / 100.0;
+    if (r.host.l2_mib > 0) d.l2_mib = r.host.l2_mib;
+  }
+  if (r.stream.fit.samples > 0) {
+    d.launch_overhead_us = std::max(0.0, r.stream.latency_us);
+    if (r.copy_gbps > 0) d.mem_bw_gbps = r.copy_gbps;
+    if (r.stream.bytes_per_us > 0 && d.mem_bw_gbps > 0) d.mem_efficiency = std::clamp(r.stream.gbps() / d.mem_bw_gbps, 1e-3, 1.0);
+  }
+  if (r.flash_fwd_efficiency > 0) d.flash_fwd_efficiency = r.flash_fwd_efficiency;
+  if (r.flash_bwd_efficiency > 0) d.flash_bwd_efficiency = r.flash_bwd_efficiency;
+  t.node.devices_per_node = std::max<int64_t>(t.node.devices_per_node, r.ranks);
+  if (r.have_comm_fit) {
+    if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
+    t.node.intra_link.lat_us = r.comm_fit.step_us;
+    t.node.intra_link.efficiency = 1.0;
+    t.collectives.launch_lat_us = r.comm_fit.launch_us;
+    t.collectives.step_lat_us = 0.0;
+  }
+  t.calibration = Calibration{};
+  t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
+                         r.host.hostname + " (" + r.host.cpu_model + "), " + r.started_utc + ", paralab " + r.paralab_version;
+  for (const OpSamples& s : r.compute) {
+    const double t_us = s.median_us();
+    if (t_us <= 0) continue;
+    if (s.key.kind == OpKind::gemm)
+      t.calibration.gemm.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t_us});
+    else if (s.key.bytes > 0)
+      t.calibration.kernels.push_back({s.key.kind, s.key.bytes, t_us});
+  }
+  return t;
+}
+
+namespace {
+
+// A TOML float: always with a '.' or an exponent.
+std::string fnum(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+std::string fint(int64_t v) { return std::to_string(v); }
+std::string fstr(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string topology_toml(const CalibrationResult& r) {
+  const Topology t = calibrated_topology(r);
+  const DeviceSpec& d = t.device;
+  const HostInfo& h = r.host;
+  std::string o;
+  char buf[512];
+  auto line = [&](const std::string& s) { o += s + "\n"; };
+  auto kv = [&](const std::string& k, const std::string& v, const std::string& comment = "") {
+    std::string s = k + " = " + v;
+    if (!comment.empty()) {
+      if (s.size() < 34) s.resize(34, ' ');
+      s += " # " + comment;
+    }
+    line(s);
+  };
+  const bool cpu = d.kind == DeviceKind::cpu;
+  line("# " + t.name + ": written by `paralab calibrate --backend " + r.backend + "` (docs/calibration.md).");
+  line("# Measured " + r.started_utc + " on " + h.hostname + " (" + h.cpu_model + ", " + std::to_string(h.cores) +
+       " logical CPUs, " + h.cpu_flags_summary + ") by " + std::to_string(r.ranks) +
+       " ranks at once (each rank saw the contention of " + std::to_string(r.ranks) + " busy ranks), paralab " +
+       r.paralab_version + ".");
+  std::snprintf(buf, sizeof buf, "# %d timed passes per job after a warm-up pass; medians. Wall time %.1f s. Load average %s -> %s.",
+                r.reps, r.wall_s, h.loadavg_start.c_str(), h.loadavg_end.c_str());
+  line(buf);
+  if (!r.scenarios.empty()) {
+    std::string names;
+    for (const auto& n : r.scenarios) names += (names.empty() ? "" : ", ") + n;
+    line("# Every compute op of these scenarios was measured exactly (replayed with the executor's code): " + names + ".");
+  }
+  line("# Based on topology '" + r.base.name + "' (" + r.base.file.string() + "); fitted values replace its own.");
+  line("# Units: _gbps = GB/s per direction, _us = microseconds, _tflops = 1e12 FLOP/s.");
+  kv("name", fstr(t.name));
+  kv("description", fstr(t.description));
+  line("");
+  line("[device]");
+  kv("kind", fstr(std::string(to_string(d.kind))));
+  kv("name", fstr(d.name));
+  kv("sm_count", fint(d.sm_count), cpu ? "one core per rank" : "from the base topology");
+  const DeviceFit f = device_fit(r);
+  std::string gemm_note;
+  if (auto it = r.gemm.find(MathMode::f32); it != r.gemm.end()) {
+    std::snprintf(buf, sizeof buf, "fitted fp32 GEMM rate %.4g TFLOP/s / peak", it->second.flop_per_us * 1e-6);
+    gemm_note = buf;
+  }
+  if (cpu) {
+    std::snprintf(buf, sizeof buf, "%.0f MHz x 2 FMA units x %s lanes x 2 FLOP (/proc/cpuinfo)%s", h.cpu_mhz,
+                  h.cpu_flags_summary.rfind("avx512", 0) == 0 ? "16" : h.cpu_flags_summary.rfind("avx2", 0) == 0 ? "8" : "4",
+                  f.peak_fp32 > h.theoretical_fp32_tflops_per_core * 1.0001 ? ", raised to the measured rate / 0.99" : "");
+    kv("peak_fp32_tflops", fnum(d.peak(MathMode::f32)), buf);
+    kv("peak_tf32_tflops", fnum(d.peak(MathMode::tf32)), "no TF32 on CPUs: computed in fp32");
+    kv("peak_bf16_tflops", fnum(d.peak(MathMode::bf16)),
+       r.gemm.count(MathMode::bf16) ? "fp32 peak x measured bf16/fp32 GEMM rate (conversion cost)" : "as fp32 (not measured)");
+    kv("peak_fp16_tflops", fnum(d.peak(MathMode::f16)),
+       r.gemm.count(MathMode::f16) ? "fp32 peak x measured f16/fp32 GEMM rate" : "as bf16 (converted alike)");
+    kv("peak_fp8_tflops", fnum(0), "not supported on the CPU backend");
+    kv("memory_gib", fnum(d.memory_gib), "MemTotal / ranks");
+  } else {
+    kv("peak_fp32_tflops", fnum(d.peak(MathMode::f32)), "from the base topology");
+    kv("peak_tf32_tflops", fnum(d.peak(MathMode::tf32)), "from the base topology");
+    kv("peak_bf16_tflops", fnum(d.peak(MathMode::bf16)), "from the base topology");
+    kv("peak_fp16_tflops", fnum(d.peak(MathMode::f16)), "from the base topology");
+    kv("peak_fp8_tflops", fnum(d.peak(MathMode::fp8)), "from the base topology");
+    kv("memory_gib", fnum(d.memory_gib), "from the base topology");
+  }
+  kv("mem_bw_gbps", fnum(d.mem_bw_gbps), r.copy_gbps > 0 ? "measured: 64 MiB memcpy, every rank at once (read + write)" : "from the base topology");
+  kv("l2_mib", fnum(d.l2_mib), cpu ? "/sys/devices/system/cpu/cpu0/cache/index2" : "from the base topology");
+  if (r.stream.fit.samples > 0) {
+    std::snprintf(buf, sizeof buf, "fitted intercept of t = t0 + bytes/BW over %lld kernel shapes (rms error %.0f%%)",
+                  (long long)r.stream.fit.samples, 100 * r.stream.fit.rms_rel_error);
+    kv("launch_overhead_us", fnum(d.launch_overhead_us), buf);
+  } else {
+    kv("launch_overhead_us", fnum(d.launch_overhead_us), "from the base topology");
+  }
+  kv("gemm_max_efficiency", fnum(d.gemm_max_efficiency), gemm_note.empty() ? "from the base topology" : gemm_note);
+  kv("gemm_tile_m", fint(d.gemm_tile_m), cpu ? "no wave quantization on a CPU core" : "from the base topology");
+  kv("gemm_tile_n", fint(d.gemm_tile_n));
+  if (r.stream.fit.samples > 0 && d.mem_bw_gbps > 0) {
+    std::snprintf(buf, sizeof buf, "fitted kernel bandwidth %.3g GB/s / mem_bw_gbps", r.stream.gbps());
+    kv("mem_efficiency", fnum(d.mem_efficiency), buf);
+  } else {
+    kv("mem_efficiency", fnum(d.mem_efficiency), "from the base topology");
+  }
+  kv("flash_fwd_efficiency", fnum(d.flash_fwd_efficiency),
+     r.flash_fwd_efficiency > 0 ? "fitted: executed FLOPs / (fp32 peak x (t - t0)) over the attention_fwd points" : "from the base topology");
+  kv("flash_bwd_efficiency", fnum(d.flash_bwd_efficiency),
+     r.flash_bwd_efficiency > 0 ? "fitted likewise over the attention_bwd points" : "from the base topology");
+  line("");
+  line("[node]");
+  kv("devices_per_node", fint(t.node.devices_per_node), "at least the ranks measured");
+  kv("intra", fstr(std::string(to_string(t.node.intra))));
+  if (r.have_comm_fit) {
+    std::snprintf(buf, sizeof buf, "fitted B of t = L + steps x alpha + wire bytes / B over %lld calls (rms error %.0f%%)",
+                  (long long)r.comm_fit.fit.samples, 100 * r.comm_fit.fit.rms_rel_error);
+    kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), buf);
+    kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "fitted alpha: per ring step (link latency + MPI progress)");
+    kv("intra_efficiency", fnum(1.0), "the fitted bandwidth is already what collectives reach");
+  } else {
+    kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), "from the base topology (not measured: one rank)");
+    kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "from the base topology");
+    kv("intra_efficiency", fnum(t.node.intra_link.efficiency), "from the base topology");
+  }
+  if (t.node.pcie.bw_gbps > 0) {
+    kv("pcie_bw_gbps", fnum(t.node.pcie.bw_gbps), "from the base topology");
+    kv("pcie_lat_us", fnum(t.node.pcie.lat_us));
+    kv("pcie_efficiency", fnum(t.node.pcie.efficiency));
+  }
+  kv("nics_per_node", fint(t.node.nics_per_node), "from the base topology");
+  if (t.node.nics_per_node > 0) {
+    kv("nic_bw_gbps", fnum(t.node.nic.bw_gbps));
+    kv("nic_lat_us", fnum(t.node.nic.lat_us));
+    kv("nic_efficiency", fnum(t.node.nic.efficiency));
+  }
+  line("");
+  line("[network]");
+  kv("kind", fstr(std::string(to_string(t.network.kind))), "from the base topology");
+  if (t.network.kind != NetworkKind::none) {
+    kv("levels", fint(t.network.levels));
+    kv("radix", fint(t.network.radix));
+    kv("oversubscription", fnum(t.network.oversubscription));
+    kv("link_bw_gbps", fnum(t.network.switch_link.bw_gbps));
+    kv("switch_lat_us", fnum(t.network.switch_link.lat_us));
+    kv("link_efficiency", fnum(t.network.switch_link.efficiency));
+  }
+  line("");
+  line("[collectives]");
+  if (r.have_comm_fit) {
+    kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
+    kv("step_lat_us", fnum(0.0), "folded into intra_lat_us (only their sum is identifiable on one node)");
+  } else {
+    kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "from the base topology");
+    kv("step_lat_us", fnum(t.collectives.step_lat_us), "from the base topology");
+  }
+  kv("tree_max_bytes", fnum(t.collectives.tree_max_bytes));
+  line("");
+
+  // How well the fits describe the points (for people reading the file).
+  line("# ---- Fits (docs/calibration.md) ----");
+  for (const auto& [m, g] : r.gemm) {
+    std::snprintf(buf, sizeof buf,
+                  "# GEMM %s: t = %.3g us x batch + 2mnk batch / (%.4g GFLOP/s) + %.3g ns x (mk + kn) batch + %.3g ns x mn batch; "
+                  "%lld shapes, rms error %.1f%%, max %.1f%%",
+                  std::string(enum_to_string(m)).c_str(), g.call_us, g.flop_per_us * 1e-3, g.pack_us_per_elem * 1e3,
+                  g.store_us_per_elem * 1e3, (long long)g.fit.samples, 100 * g.fit.rms_rel_error, 100 * g.fit.max_rel_error);
+    line(buf);
+  }
+  for (const auto& [k, s] : r.stream_by_kind) {
+    std::snprintf(buf, sizeof buf, "# %-16s t = %.3g us + bytes / %.4g GB/s  (%lld sizes, rms error %.1f%%)", k.c_str(),
+                  s.latency_us, s.gbps(), (long long)s.fit.samples, 100 * s.fit.rms_rel_error);
+    line(buf);
+  }
+  if (r.have_comm_fit) {
+    std::snprintf(buf, sizeof buf, "# communication: L = %.3g us, alpha = %.3g us per step, B = %.4g GB/s; measured vs fitted:",
+                  r.comm_fit.launch_us, r.comm_fit.step_us, r.comm_fit.gbps());
+    line(buf);
+    for (const CommPoint& p : r.comm) {
+      std::snprintf(buf, sizeof buf, "#   %-14s %-4s n=%lld %10lld B  %10.1f us  fit %10.1f us%s", std::string(to_string(p.pattern)).c_str(),
+                    std::string(enum_to_string(p.dtype)).c_str(), (long long)p.group, (long long)p.bytes, p.median_us(),
+                    r.comm_fit.predict_us(p.pattern, p.group, static_cast<double>(p.bytes)),
+                    p.weight > 0 ? ("  (scenario: " + std::to_string(static_cast<long long>(p.weight)) + " calls)").c_str() : "");
+      line(buf);
+    }
+  }
+  line("");
+  line("[calibration]");
+  kv("source", fstr(t.calibration.source));
+  line("");
+  // Points: medians over every rank and pass; the comment gives the spread and the origin.
+  for (const OpSamples& s : r.compute) {
+    const double med = s.median_us();
+    if (med <= 0) continue;
+    const std::string where = s.origin + ", " + std::to_string(s.us.size()) + " runs";
+    if (s.key.kind == OpKind::gemm) {
+      const double eff = 2.0 * static_cast<double>(s.key.m) * static_cast<double>(s.key.n) * static_cast<double>(s.key.k) *
+                         static_cast<double>(s.key.batch) / (med * 1e6 * std::max(1e-12, d.peak(s.key.math)));
+      std::snprintf(buf, sizeof buf,
+                    "[[calibration.gemm]]  # %s, p25-p75 %.4g-%.4g us, %.1f%% of peak\nm = %lld\nn = %lld\nk = %lld\nbatch = %lld\nmath = \"%s\"\ntime_us = %s\n",
+                    where.c_str(), s.quantile_us(0.25), s.quantile_us(0.75), 100 * eff, (long long)s.key.m, (long long)s.key.n,
+                    (long long)s.key.k, (long long)s.key.batch, std::string(enum_to_string(s.key.math)).c_str(), fnum(med).c_str());
+    } else {
+      if (s.key.bytes <= 0) continue;
+      std::snprintf(buf, sizeof buf, "[[calibration.kernel]]  # %s, p25-p75 %.4g-%.4g us\nkind = \"%s\"\nbytes = %lld\ntime_us = %s\n",
+                    where.c_str(), s.quantile_us(0.25), s.quantile_us(0.75), std::string(enum_to_string(s.key.kind)).c_str(),
+                    (long long)s.key.bytes, fnum(med).c_str());
+    }
+    o += buf;
+  }
+  return o;
+}
+
+}  // namespace paralab::calib
