@@ -217,21 +217,21 @@ PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProg
   // Dominance within each layout (same degrees, schedule, micro-batch, SP).
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < feasible.size(); ++i) groups[layout_key(feasible[i].c)].push_back(i);
-  std::vector<Feasible> todo;
+  std::vector<Feasible> to_simulate;
   for (const auto& [key, idx] : groups)
     for (size_t i : idx) {
       bool dominated = false;
       for (size_t j : idx) dominated |= j != i && dominates(feasible[j].c, feasible[i].c);
       if (dominated) ++out.pruned_dominated;
-      else todo.push_back(feasible[i]);
+      else to_simulate.push_back(feasible[i]);
     }
 
   // Simulate: every survivor screened, the best refined, the winner exact (docs/planner.md).
   const int threads = std::max(1, options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()));
   const Fidelity first = options.exact ? Fidelity::exact : Fidelity::screened;
-  std::vector<PlannedLayout> sims(todo.size());
+  std::vector<PlannedLayout> sims(to_simulate.size());
   std::atomic<int64_t> done{0};
-  const int64_t total = static_cast<int64_t>(todo.size()) + (options.exact ? 0 : static_cast<int64_t>(options.refine) + 1);
+  const int64_t total = static_cast<int64_t>(to_simulate.size()) + (options.exact ? 0 : static_cast<int64_t>(options.refine) + 1);
   std::mutex progress_mu;
   auto tick = [&] {
     const int64_t d = ++done;
@@ -259,9 +259,9 @@ PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProg
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   };
-  parallel_for(todo.size(), [&](size_t i) {
-    sims[i] = simulate_layout(base, todo[i].c, first);
-    sims[i].estimate = todo[i].est;
+  parallel_for(to_simulate.size(), [&](size_t i) {
+    sims[i] = simulate_layout(base, to_simulate[i].c, first);
+    sims[i].estimate = to_simulate[i].est;
   });
   out.simulated = static_cast<int64_t>(sims.size());
 
