@@ -26,7 +26,8 @@ class Writer {
   void kv(std::string_view k, const T& v, bool comma = true) {
     str(k);
     o_ << ':';
-    if constexpr (std::is_same_v<T, std::string_view> || std::is_same_v<T, std::string> || std::is_same_v<T, const char*>)
+    // Anything string-like, string literals (char arrays) included, is quoted.
+    if constexpr (std::is_convertible_v<const T&, std::string_view>)
       str(v);
     else if constexpr (std::is_same_v<T, bool>)
       o_ << (v ? "true" : "false");

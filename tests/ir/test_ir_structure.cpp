@@ -4,11 +4,15 @@
 // layer and micro-batch is what the model needs, and generation is deterministic.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "ir/ir_json.hpp"
+
+#include <nlohmann/json.hpp>
 #include "ir/step_ir.hpp"
 #include "test_util.hpp"
 
@@ -130,6 +134,28 @@ TEST_CASE("generation is deterministic and independent of the thread count", "[i
   const std::string a = dump(build_step_ir(s, 1));
   CHECK(a == dump(build_step_ir(s, 1)));
   CHECK(a == dump(build_step_ir(s, 3)));
+}
+
+// `paralab inspect --dump-ir` is read by other tools: it must be JSON (string literals were
+// once written unquoted), with the documented top-level keys and every op.
+TEST_CASE("the IR dump is valid JSON with every op", "[ir][structure]") {
+  const Scenario s = test::scenario_from(test::tiny_gpt(), {"parallel.pipeline=2", "parallel.tensor=2"});
+  const StepIR ir = build_step_ir(s);
+  for (const std::optional<int64_t> rank : {std::optional<int64_t>{}, std::optional<int64_t>{3}}) {
+    std::ostringstream os;
+    write_ir_json(os, ir, rank);
+    nlohmann::json j;
+    REQUIRE_NOTHROW(j = nlohmann::json::parse(os.str()));
+    CHECK(j.at("format") == "paralab-ir/1");
+    CHECK(j.at("rank_mapping").is_string());
+    size_t ops = 0;
+    for (const auto& g : j.at("graphs")) ops += g.at("ops").size();
+    size_t want = 0;
+    if (rank) want = ir.graph_for(*rank).ops.size();
+    else
+      for (const StepGraph& g : ir.stages) want += g.ops.size();
+    CHECK(ops == want);
+  }
 }
 
 TEST_CASE("the API answers for any rank", "[ir][structure]") {
