@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "exec/cpu/block_cache.hpp"
 #include "exec/cpu/cpu_math.hpp"
 #include "exec/error.hpp"
 #include "exec/fill.hpp"
@@ -45,13 +46,10 @@ class CpuBackend final : public Backend {
     return out;
   }
 
-  void* allocate(int64_t bytes) override {
-    const size_t n = (static_cast<size_t>(std::max<int64_t>(bytes, 1)) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, n);
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void deallocate(void* p, int64_t) override { std::free(p); }
+  // Buffers come from a caching allocator (block_cache.hpp): from the second step on, the
+  // step's allocations are served without page faults, as a GPU framework's are.
+  void* allocate(int64_t bytes) override { return blocks_.allocate(bytes); }
+  void deallocate(void* p, int64_t) override { blocks_.deallocate(p); }
 
   void fill(void* p, const Buffer& b, const BufferPlan& how) override {
     const int64_t n = b.elements;
@@ -123,6 +121,7 @@ class CpuBackend final : public Backend {
  private:
   const StepIR& ir_;
   const RankPlan* plan_ = nullptr;
+  cpu::BlockCache blocks_;  // before the members that may hold its blocks: destroyed after them
   std::vector<std::unique_ptr<GroupComm>> comms_;
   std::array<cpu::Scratch, kStreams> scratch_;
   kernels::LossScaleState scaler_;
