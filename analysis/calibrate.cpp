@@ -19,7 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/in_situ.hpp"
 #include "exec/backends.hpp"
+#include "exec/execute.hpp"
 #include "exec/plan.hpp"
 #include "ir/enum_names.hpp"
 #include "ir/scenario_loader.hpp"
@@ -129,17 +131,6 @@ std::string scenario_text(const std::string& preset, const std::filesystem::path
 std::filesystem::path write_text(const std::filesystem::path& p, const std::string& s) {
   std::ofstream(p) << s;
   return p;
-}
-
-CommPattern pattern_of(paralab::CollKind k) {
-  switch (k) {
-    case paralab::CollKind::all_reduce: return CommPattern::all_reduce;
-    case paralab::CollKind::all_gather: return CommPattern::all_gather;
-    case paralab::CollKind::reduce_scatter: return CommPattern::reduce_scatter;
-    case paralab::CollKind::all_to_all: return CommPattern::all_to_all;
-    case paralab::CollKind::broadcast: return CommPattern::broadcast;
-  }
-  return CommPattern::all_reduce;
 }
 
 // Sizes of the communication sweep: 64 B .. 16 MiB in steps of 4x (quick: 256 B .. 1 MiB, 16x).
@@ -264,14 +255,18 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   res.host = host_info();
 
   // The scenarios measured exactly, and the base topology.
+  // A scenario of this job's size is executed for real (5. below) and its compute ops are
+  // measured there; the others are replayed (1.).
   std::deque<StepIR> irs;
   std::vector<Job> jobs;
+  std::vector<const StepIR*> in_situ;
   for (const auto& file : opts.scenarios) {
     const Scenario s = load_scenario(file, opts.sets);
     irs.push_back(build_step_ir(s));
     const StepIR& ir = irs.back();
     res.scenarios.push_back(s.name);
-    jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
+    if (opts.in_situ && ir.layout.world() == N) in_situ.push_back(&ir);
+    else jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
   std::filesystem::path base_file = opts.base_topology;
   if (base_file.empty()) base_file = irs.empty() ? resolve_topology("cpu-host", ".", SourceLoc{}, "topology") : irs.front().scenario.topology.file;
@@ -328,7 +323,8 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   };
   double comm_units = 0;
   for (int64_t n : group_sizes) comm_units += 0.25 * static_cast<double>(cases_for(n).size());
-  const double units_total = static_cast<double>(jobs.size() * static_cast<size_t>(opts.reps + 1)) + comm_units + 1.0;
+  const double units_total =
+      static_cast<double>(jobs.size() * static_cast<size_t>(opts.reps + 1)) + comm_units + 1.0 + 4.0 * static_cast<double>(in_situ.size());
   double units = 0;
   auto progress = [&](double add, const std::string& what) {
     units += add;
@@ -414,6 +410,32 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   const double copy = opts.backend == "cpu" ? copy_bandwidth_gbps(world) : 0.0;
   progress(1.0, "memory bandwidth");
 
+  // 5. In-situ: the scenarios of this job's size executed for real, a warm-up step then a
+  // measured one, repeated while the measured steps total under kInSituS (at most
+  // kInSituMax executions); rank 0 collects the samples (in_situ.hpp). On a shared 2-core
+  // host the arrival skew and the per-call communication time of a small step's few dozen
+  // collectives vary by 2x between executions: ten of them halve that.
+  constexpr double kInSituS = 4.0;
+  constexpr int kInSituMax = 10;
+  for (const StepIR* ir : in_situ) {
+    exec::ExecuteOptions eo;
+    eo.backend = opts.backend;
+    eo.steps = 2;
+    double measured_s = 0;
+    for (int run = 0; run < kInSituMax; ++run) {
+      const exec::ExecuteOutcome out = exec::execute(*ir, world, eo);
+      int64_t more = 0;
+      if (rank == 0) {
+        collect_in_situ(*ir, out.result, "execution " + ir->scenario.name, res.in_situ);
+        measured_s += out.result.step_time_s;
+        more = measured_s < kInSituS && run + 1 < kInSituMax;
+      }
+      world.all_reduce(&more, 1, ReduceOp::max);  // rank 0 decides for everyone
+      progress(more ? 0.4 : 4.0 - 0.4 * run, "execution, " + ir->scenario.name);
+      if (!more) break;
+    }
+  }
+
   // Pool on rank 0.
   const nlohmann::json mine = samples_json(compute, comm, copy);
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(mine);
@@ -458,6 +480,10 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     }
     if (j.at("copy_gbps").get<double>() > 0) copies.push_back(j.at("copy_gbps").get<double>());
   }
+  // A key executed in situ takes the execution's times: the step runs it beside its rank's
+  // communication threads and the other ranks, as `execute` will.
+  for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
+  res.in_situ.compute.clear();
   for (auto& [k, s] : pooled) res.compute.push_back(std::move(s));
   for (auto& [k, p] : cpool) {
     // The scenarios' count of this call (measure_comm rounds bytes to whole elements per member).

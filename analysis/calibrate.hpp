@@ -13,7 +13,10 @@
 //   2. a sweep of small one-layer models (GEMM shapes and kernel sizes around and beyond the
 //      scenarios', fp32 and bf16) for the fits;
 //   3. collectives and ring transfers over sizes on groups of 2 and of all ranks;
-//   4. the streaming memory bandwidth each rank gets (a large copy).
+//   4. the streaming memory bandwidth each rank gets (a large copy);
+//   5. in situ: each scenario of the job's size executed for real (in_situ.hpp): its compute
+//      ops as the step runs them (instead of 1.), the executor's dispatch and cross-stream
+//      hand-off gaps, and its communication calls timed from their last participant's arrival.
 // Rank 0 pools every rank's samples (medians), fits (fit.hpp) and builds the topology.
 #pragma once
 
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "analysis/fit.hpp"
+#include "analysis/in_situ.hpp"
 #include "analysis/measure.hpp"
 #include "exec/comm.hpp"
 #include "ir/topology.hpp"
@@ -40,6 +44,7 @@ struct CalibrateOptions {
   bool sweep = true;                             // the shape sweep for the fits
   bool comm = true;                              // collectives and transfers
   bool quick = false;                            // a smaller sweep and fewer sizes (tests)
+  bool in_situ = true;                           // execute the scenarios of the job's size (5.)
   // Called on rank 0 with the fraction done and what is being measured.
   std::function<void(double, const std::string&)> progress;
 };
@@ -74,6 +79,14 @@ struct CalibrationResult {
   bool have_comm_fit = false;
   AlphaBetaFit comm_fit;
   double flash_fwd_efficiency = 0, flash_bwd_efficiency = 0;  // 0: not measured
+
+  InSituSamples in_situ;                 // 5. (compute samples already moved into `compute`)
+  // Fitted from in_situ (0 and false: not measured): the executor's gaps (trimmed means) and
+  // the per-call communication time the barrier-synchronized sweep does not see (median of
+  // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
+  double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0;
+  bool have_in_situ_comm = false;
+  double comm_in_situ_extra_us = 0;
 
   Topology base;                         // the topology the fitted values replace
 };

@@ -18,6 +18,16 @@ namespace paralab::calib {
 
 // ---- Fits ------------------------------------------------------------------------------------------
 
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+}  // namespace
+
 void fit_all(CalibrationResult& r) {
   std::vector<GemmSample> gs;
   std::set<MathMode> maths;
@@ -84,6 +94,26 @@ void fit_all(CalibrationResult& r) {
       cs.push_back({p.pattern, p.group, static_cast<double>(p.bytes), p.median_us(), p.weight > 0 ? p.weight : sweep_weight});
   r.have_comm_fit = !cs.empty();
   if (r.have_comm_fit) r.comm_fit = fit_alpha_beta(cs);
+
+  // In situ (in_situ.hpp). The hand-off and the arrival skew are means (what they add to a
+  // step is their sum), trimmed by 0.5 % each side so that a single descheduling of
+  // milliseconds during the calibration's few steps does not set them. The dispatch gap and
+  // the calls' time beyond the alpha-beta fit are medians: the dispatch gap's tail is the
+  // rank's own communication thread polling on its core (a rank is bound to one core), which
+  // the per-call communication time already counts; the median call is also what the per-op
+  // comparison scores.
+  constexpr double kTrim = 0.005;
+  r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
+  r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
+  r.sync_skew_us = trimmed_mean(r.in_situ.skew_us, kTrim);
+  r.have_in_situ_comm = r.have_comm_fit && !r.in_situ.comm.empty();
+  if (r.have_in_situ_comm) {
+    std::vector<double> extra;
+    extra.reserve(r.in_situ.comm.size());
+    for (const CommSample& c : r.in_situ.comm) extra.push_back(c.time_us - r.comm_fit.predict_us(c.pattern, c.group, c.bytes));
+    std::nth_element(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(extra.size() / 2), extra.end());
+    r.comm_in_situ_extra_us = std::max(0.0, extra[extra.size() / 2]);
+  }
 }
 
 // ---- The calibrated topology -------------------------------------------------------------------------
@@ -153,9 +183,12 @@ Topology calibrated_topology(const CalibrationResult& r) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
     t.node.intra_link.lat_us = r.comm_fit.step_us;
     t.node.intra_link.efficiency = 1.0;
-    t.collectives.launch_lat_us = r.comm_fit.launch_us;
+    t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm ? r.comm_in_situ_extra_us : 0.0);
     t.collectives.step_lat_us = 0.0;
   }
+  if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
+  if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
+  if (!r.in_situ.skew_us.empty()) t.collectives.sync_skew_us = r.sync_skew_us;
   t.calibration = Calibration{};
   t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
                          r.host.hostname + " (" + r.host.cpu_model + "), " + r.started_utc + ", paralab " + r.paralab_version;
@@ -269,6 +302,20 @@ std::string topology_toml(const CalibrationResult& r) {
   } else {
     kv("launch_overhead_us", fnum(d.launch_overhead_us), "from the base topology");
   }
+  if (!r.in_situ.dispatch_us.empty()) {
+    std::snprintf(buf, sizeof buf, "in situ: median gap after a compute op, %zu gaps of %d executed steps (mean %.3g us)",
+                  r.in_situ.dispatch_us.size(), r.in_situ.executions, trimmed_mean(r.in_situ.dispatch_us, 0.0));
+    kv("dispatch_us", fnum(d.dispatch_us), buf);
+  } else {
+    kv("dispatch_us", fnum(d.dispatch_us), "from the base topology");
+  }
+  if (!r.in_situ.handoff_us.empty()) {
+    std::snprintf(buf, sizeof buf, "in situ: mean gap after a dependency on another stream, %zu gaps (median %.3g us)",
+                  r.in_situ.handoff_us.size(), quantile(r.in_situ.handoff_us, 0.5));
+    kv("stream_handoff_us", fnum(d.stream_handoff_us), buf);
+  } else {
+    kv("stream_handoff_us", fnum(d.stream_handoff_us), "from the base topology");
+  }
   kv("gemm_max_efficiency", fnum(d.gemm_max_efficiency), gemm_note.empty() ? "from the base topology" : gemm_note);
   kv("gemm_tile_m", fint(d.gemm_tile_m), cpu ? "no wave quantization on a CPU core" : "from the base topology");
   kv("gemm_tile_n", fint(d.gemm_tile_n));
@@ -322,13 +369,29 @@ std::string topology_toml(const CalibrationResult& r) {
   line("");
   line("[collectives]");
   if (r.have_comm_fit) {
-    kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
+    if (r.have_in_situ_comm) {
+      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per call in situ (median over %zu executed calls beyond the fit)",
+                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.in_situ.comm.size());
+      kv("launch_lat_us", fnum(t.collectives.launch_lat_us), buf);
+    } else {
+      kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
+    }
     kv("step_lat_us", fnum(0.0), "folded into intra_lat_us (only their sum is identifiable on one node)");
   } else {
     kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "from the base topology");
     kv("step_lat_us", fnum(t.collectives.step_lat_us), "from the base topology");
   }
   kv("tree_max_bytes", fnum(t.collectives.tree_max_bytes));
+  kv("intra_sms", fint(t.collectives.intra_sms), cpu ? "threads a communication op keeps busy on the rank's cores (base topology)" : "from the base topology");
+  kv("inter_sms", fint(t.collectives.inter_sms));
+  kv("p2p_sms", fint(t.collectives.p2p_sms));
+  if (!r.in_situ.skew_us.empty()) {
+    std::snprintf(buf, sizeof buf, "in situ: mean wait for the last member, %zu collective arrivals (median %.3g us)",
+                  r.in_situ.skew_us.size(), quantile(r.in_situ.skew_us, 0.5));
+    kv("sync_skew_us", fnum(t.collectives.sync_skew_us), buf);
+  } else {
+    kv("sync_skew_us", fnum(t.collectives.sync_skew_us), "from the base topology");
+  }
   line("");
 
   // How well the fits describe the points (for people reading the file).

@@ -37,12 +37,13 @@ const std::vector<OptionSpec> kOptions = {
     {"--backend", true, "cpu | cuda (default cpu): the executor backend to measure"},
     {"--out", true, "write the calibrated topology to FILE (required)"},
     {"--scenario", true, "measure exactly this scenario's ops (comma-separated list; also positional)"},
-    {"--ranks", true, "ranks measuring at once (default: the scenarios' largest world size, at least 2)"},
+    {"--ranks", true, "ranks measuring at once (default: the scenarios' largest world size; 2 without scenarios)"},
     {"--reps", true, "timed passes per measurement (default 5)"},
     {"--base-topology", true, "topology whose values the fit replaces (default: the first scenario's, else cpu-host)"},
     {"--quick", false, "a smaller sweep and fewer sizes (tests, a first look)"},
     {"--no-sweep", false, "only the scenarios' own ops (no shape sweep)"},
     {"--no-comm", false, "skip the collective and transfer measurements"},
+    {"--no-in-situ", false, "do not execute the scenarios of the job's size (replay their compute ops instead)"},
     {"--progress-lines", false, "(internal) print progress as lines for a parent process"},
     {"--help", false, "this help"},
 };
@@ -132,13 +133,14 @@ int run_calibrate(int argc, char** argv) {
     opts.quick = a.flag("--quick");
     opts.sweep = !a.flag("--no-sweep");
     opts.comm = !a.flag("--no-comm");
+    opts.in_situ = !a.flag("--no-in-situ");
     // Input errors before any rank starts: every scenario must load.
     for (const auto& f : opts.scenarios) {
       const Scenario s = load_scenario(f, opts.sets);
       ranks = std::max<int64_t>(ranks, s.world_size());
     }
     if (auto r = a.value("--ranks")) ranks = parse_count("--ranks", *r, 1, 1024);
-    else ranks = std::max<int64_t>(ranks, 2);
+    else if (opts.scenarios.empty()) ranks = 2;  // scenarios: as many ranks busy as their run has
 #if !defined(PARALAB_EXEC_MPI)
     if (ranks > 1) {
       if (!quiet) std::fprintf(stderr, "paralab calibrate: this build has no MPI: measuring with one rank\n");

@@ -32,6 +32,14 @@ struct DeviceSpec {
   double mem_bw_gbps = 0;                  // peak memory bandwidth
   double l2_mib = 0;
   double launch_overhead_us = 0;           // per kernel launch / per op dispatch
+  // The executor's host-side hand-offs between ops (sim/engine: docs/simulator.md, "Dispatch
+  // and hand-offs"): the gap from an op's end to the start of the next op on the same stream
+  // when nothing else holds it (the worker thread's bookkeeping), and the gap from the end of
+  // a dependency on another stream to the start of the op waiting for it (waking the waiting
+  // stream's worker). Measured by `paralab calibrate` in a real execution; 0 on GPUs, where
+  // the host enqueues ahead of the device and the device's own gaps are in the op times.
+  double dispatch_us = 0;
+  double stream_handoff_us = 0;
   // Compute model (sim/): fraction of peak a large, well-shaped GEMM reaches; the output tile
   // of the library's main kernel (for tile and wave quantization over sm_count); fraction of
   // peak bandwidth a streaming kernel reaches; fused attention efficiencies vs the GEMM peak.
@@ -84,6 +92,12 @@ struct CollectiveSpec {
   int64_t intra_sms = 0;         // a collective whose members are all on one node
   int64_t inter_sms = 0;         // a collective spanning nodes
   int64_t p2p_sms = 0;           // a send or a receive to one peer
+  // Mean time from a member's arrival at a collective to the last member's (us): the members
+  // reach a synchronizing call at different times on a shared host (preemption, cores shared
+  // with other ranks' threads), and the call starts when the last arrives. The simulator's
+  // ranks of a stage are identical, so it adds this wait before every collective over more
+  // than one rank. Measured by `paralab calibrate` in a real execution; 0 = not modeled.
+  double sync_skew_us = 0;
 };
 
 // Measurements written by `paralab calibrate`, overriding the model per op shape.

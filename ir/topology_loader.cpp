@@ -67,6 +67,8 @@ const Schema<Topology>& topology_schema() {
         .real("device.mem_bw_gbps", AT(device.mem_bw_gbps), 0, 1e6, true)
         .real("device.l2_mib", AT(device.l2_mib), 0, 1e5)
         .real("device.launch_overhead_us", AT(device.launch_overhead_us), 0, 1e5)
+        .real("device.dispatch_us", AT(device.dispatch_us), 0, 1e5)
+        .real("device.stream_handoff_us", AT(device.stream_handoff_us), 0, 1e5)
         .real("device.gemm_max_efficiency", AT(device.gemm_max_efficiency), 0, 1, true)
         .integer("device.gemm_tile_m", AT(device.gemm_tile_m), 1, 4096)
         .integer("device.gemm_tile_n", AT(device.gemm_tile_n), 1, 4096)
@@ -97,7 +99,8 @@ const Schema<Topology>& topology_schema() {
         .real("collectives.tree_max_bytes", AT(collectives.tree_max_bytes), 0, 1e15)
         .integer("collectives.intra_sms", AT(collectives.intra_sms), 0, 100000)
         .integer("collectives.inter_sms", AT(collectives.inter_sms), 0, 100000)
-        .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000);
+        .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000)
+        .real("collectives.sync_skew_us", AT(collectives.sync_skew_us), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
     return x;
   }();

@@ -13,7 +13,9 @@
 // rate (SMs - held) / SMs of the compute model's speed. Each running compute op keeps the work
 // it has left (in microseconds at full speed); when the held SMs change, its completion is
 // rescheduled and the superseded heap event is skipped (its sequence number is no longer the
-// op's). Without SMs configured (or on CPU devices) compute durations are fixed, as before.
+// op's). On a CPU host (DeviceKind::cpu) the same mechanism time-shares the rank's cores
+// instead: rate = cores / (cores + busy communication threads). Without SMs configured,
+// compute durations are fixed.
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
@@ -44,6 +46,7 @@ struct Event {
   uint64_t seq;
   uint32_t stage;
   OpId op;
+  bool start = false;  // the op starts (after a dispatch or hand-off delay); else it finishes
 };
 struct EventLater {
   bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
@@ -119,7 +122,9 @@ class Engine {
   void init_stage(StageState& st, int64_t stage);
   void make_ready(uint32_t s, OpId op);
   void finish(uint32_t s, OpId op);
-  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op}); }
+  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, false}); }
+  // `op` has nothing left to wait for since now (the last thing it waited for was `after`).
+  void release(uint32_t s, OpId op, OpId after);
   void start_compute(uint32_t s, OpId op);
   bool stale(const Event& e) const;
   void compute_done(uint32_t s, OpId op);
@@ -159,7 +164,9 @@ class Engine {
   const ComputeModel& compute_;
   NetworkModel& net_;
   EngineOptions opt_;
-  bool slow_ = false;  // compute beside communication modeled (a GPU with SMs per comm kernel)
+  bool slow_ = false;  // compute beside communication modeled (SMs or cores per comm op)
+  bool time_share_ = false;  // a CPU host: communication threads share the rank's cores
+  double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
   int64_t sms_ = 1;
   CollectiveSpec coll_;
   bool check_ = false;
@@ -452,8 +459,26 @@ void Engine::finish(uint32_t s, OpId id) {
   ++st.finished;
   for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
     const OpId d = st.dependents[e];
-    if (--st.waiting[d] == 0) make_ready(s, d);
+    if (--st.waiting[d] == 0) release(s, d, id);
   }
+}
+
+// Host-side dispatch (docs/simulator.md, "Dispatch and hand-offs"): the executor's worker for
+// the op's stream starts it dispatch_us after its stream predecessor ended when that was the
+// last thing it waited for, or stream_handoff_us after a dependency on another stream ended
+// (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do.
+// A collective within the stage (tp, cp, dp) over more than one rank also waits
+// CollectiveSpec::sync_skew_us for its last member (the members of a stage are identical here;
+// on a shared host they are not). Collectives joining stages already wait for the stages.
+void Engine::release(uint32_t s, OpId id, OpId after) {
+  const StepGraph& g = *stages_[s].g;
+  const Op& op = g.ops[id];
+  double delay = op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_;
+  if (coll_.sync_skew_us > 0 && op.kind == OpKind::collective && !joins_stages(op.collective()->group) &&
+      members(stages_[s], op.collective()->group).size() > 1)
+    delay += coll_.sync_skew_us;
+  if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, true});
+  else make_ready(s, id);
 }
 
 void Engine::on_call_done(uint64_t handle) {
@@ -523,11 +548,15 @@ void Engine::release_sms(uint32_t s, OpId id) {
 }
 
 // Compute progresses on the SMs communication leaves free (at least one): rescheduling every
-// compute op in flight on the stage when that changes.
+// compute op in flight on the stage when that changes. On a CPU host the rank's cores
+// (sm_count) are time-shared instead: each communication op in flight keeps one thread busy
+// (copying, reducing, polling), and the kernel's fair scheduler gives every runnable thread an
+// equal share (Linux CFS), so compute runs at cores / (cores + busy communication threads).
 void Engine::set_rate(uint32_t s) {
   StageState& st = stages_[s];
-  const int64_t free_sms = std::max<int64_t>(1, sms_ - std::max<int64_t>(0, st.held_sms));
-  const double rate = static_cast<double>(free_sms) / static_cast<double>(sms_);
+  const int64_t held = std::max<int64_t>(0, st.held_sms);
+  const double rate = time_share_ ? static_cast<double>(sms_) / static_cast<double>(sms_ + held)
+                                  : static_cast<double>(std::max<int64_t>(1, sms_ - held)) / static_cast<double>(sms_);
   if (rate == st.rate) return;
   for (StageState::Running& r : st.running) {
     r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
@@ -586,7 +615,10 @@ EngineOutput Engine::run() {
   const Topology& topo = ir_.scenario.topology;
   coll_ = topo.collectives;
   sms_ = std::max<int64_t>(1, topo.device.sm_count);
-  slow_ = topo.device.kind == DeviceKind::gpu && (coll_.intra_sms > 0 || coll_.inter_sms > 0 || coll_.p2p_sms > 0);
+  slow_ = coll_.intra_sms > 0 || coll_.inter_sms > 0 || coll_.p2p_sms > 0;
+  time_share_ = topo.device.kind == DeviceKind::cpu;
+  dispatch_us_ = topo.device.dispatch_us;
+  handoff_us_ = topo.device.stream_handoff_us;
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {
     init_stage(stages_[static_cast<size_t>(s)], s);
@@ -619,11 +651,12 @@ EngineOutput Engine::run() {
     }
     const Event e = heap_.top();
     heap_.pop();
-    if (slow_ && stale(e)) continue;  // superseded by a rescheduled completion
-    if (check_) check_clock(now_, e.t, "compute");
+    if (slow_ && !e.start && stale(e)) continue;  // superseded by a rescheduled completion
+    if (check_) check_clock(now_, e.t, e.start ? "dispatch" : "compute");
     now_ = e.t;
     ++events_;
-    finish(e.stage, e.op);
+    if (e.start) make_ready(e.stage, e.op);
+    else finish(e.stage, e.op);
   }
   for (const StageState& st : stages_)
     if (st.finished != st.g->ops.size()) report_deadlock();

@@ -4,7 +4,9 @@
 // StepGraph; every other rank of the stage runs the same graph at the same times (their
 // collectives are the network model's symmetric copies). Per rank, streams have CUDA
 // semantics: an op starts when it is at the head of its stream (its predecessor on the stream
-// has finished) and every op in `deps` has finished. Compute ops take the compute model's
+// has finished) and every op in `deps` has finished; on a CPU host the executor's worker
+// threads add DeviceSpec::dispatch_us after a same-stream predecessor or stream_handoff_us
+// after a dependency on another stream, whichever ended last. Compute ops take the compute model's
 // duration; communication ops are calls on the NetworkModel:
 //   - collectives over tp / cp / dp groups lie within one stage and start at once;
 //   - send / recv (pp) start when both the send and the matching recv (same tag, on the peer

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "analysis/calibrate.hpp"
+#include "analysis/in_situ.hpp"
 #include "analysis/validate.hpp"
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
@@ -113,6 +114,60 @@ TEST_CASE("a calibrated topology loads, simulates and takes the measured op time
   const sim::Simulation sim = sim::simulate(ir);
   CHECK(sim.result.step_time_s > 0);
   CHECK(sim.result.topology == "cpu-host-calibrated");
+}
+
+// In situ (analysis/in_situ.hpp): a step simulated with known dispatch and hand-off gaps is
+// read back as a measurement; the gaps are recovered exactly, every compute op is a sample at
+// the compute model's duration, and a calibration carrying those samples writes the three
+// parameters into the topology (which then simulates the same step).
+TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[analysis][calibrate]") {
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host"));
+  s.topology.device.dispatch_us = 4.0;
+  s.topology.device.stream_handoff_us = 9.0;
+  s.topology.collectives.sync_skew_us = 0.0;
+  const StepIR ir = build_step_ir(s);
+  const sim::Simulation sim = sim::simulate(ir);
+
+  InSituSamples in;
+  collect_in_situ(ir, sim.result, "execution test", in);
+  CHECK(in.executions == 1);
+  REQUIRE(in.dispatch_us.size() > 50);
+  REQUIRE(in.handoff_us.size() > 20);
+  for (double g : in.dispatch_us) CHECK(g == Approx(4.0).margin(1e-6));
+  for (double g : in.handoff_us) CHECK(g == Approx(9.0).margin(1e-6));
+  CHECK(trimmed_mean(in.dispatch_us, 0.02) == Approx(4.0));
+  CHECK(trimmed_mean({1, 2, 3, 4, 1000}, 0.2) == Approx(3.0));  // drops one value each side
+  CHECK(trimmed_mean({}, 0.02) == 0.0);
+  // Compute samples: every compute op of rank 0, at its simulated duration.
+  const sim::ComputeModel cm(ir.scenario.topology);
+  size_t compute_ops = 0;
+  for (const Op& op : ir.stages[0].ops) compute_ops += !is_comm(op.kind);
+  size_t samples = 0;
+  for (const auto& [k, x] : in.compute) {
+    samples += x.us.size();
+    CHECK(x.origin == "execution test");
+  }
+  CHECK(samples == compute_ops);
+  // Communication: one sample per call over more than one rank (tp collectives here).
+  CHECK_FALSE(in.comm.empty());
+  for (const CommSample& c : in.comm) CHECK(c.group == 2);
+
+  // Into the calibrated topology.
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  r.in_situ = in;
+  r.in_situ.skew_us = {0, 10, 0, 10};
+  fit_all(r);
+  CHECK(r.dispatch_us == Approx(4.0));
+  CHECK(r.stream_handoff_us == Approx(9.0));
+  CHECK(r.sync_skew_us == Approx(5.0));
+  REQUIRE(r.have_in_situ_comm);
+  test::TempFile topo(topology_toml(r), "calibrated-in-situ.toml");
+  const Topology t = load_topology(topo.path());
+  CHECK(t.device.dispatch_us == Approx(4.0));
+  CHECK(t.device.stream_handoff_us == Approx(9.0));
+  CHECK(t.collectives.sync_skew_us == Approx(5.0));
+  CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
 }
 
 TEST_CASE("measured communication is timed from when its last participant arrived", "[analysis][validate]") {

@@ -99,6 +99,69 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
   CHECK(r.breakdown.compute_s == Approx(0.030));
 }
 
+// The CPU executor's worker threads (docs/simulator.md, "Dispatch and hand-offs"): an op
+// released by its stream predecessor starts dispatch_us after it, one released by a
+// dependency on another stream stream_handoff_us after that, and a collective over more than
+// one rank also waits sync_skew_us for its last member.
+TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival skew", "[engine][closed-form]") {
+  Scenario s = cluster(2, 1, 1);
+  s.topology.device.dispatch_us = 3;
+  s.topology.device.stream_handoff_us = 7;
+  s.topology.collectives.sync_skew_us = 11;
+  Hand h(s, 0);
+  const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
+  const OpId a = h.timed(Stream::compute, 10'000);
+  const OpId b = h.timed(Stream::compute, 20'000);
+  const OpId c = h.timed(Stream::dp_comm, 5'000);               // starts at 0 beside a
+  const OpId d = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // c ended long before b: a hand-off
+  const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {b});
+  const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // released by e on another stream
+  const StepIR ir = wrap(s, {h.b.finish()});
+  const StepResult r = simulate(ir).result;
+  CHECK(timing_of(r, 0, a)->start_us == 0.0);
+  CHECK(timing_of(r, 0, b)->start_us == Approx(10'003.0));
+  CHECK(timing_of(r, 0, c)->start_us == 0.0);
+  CHECK(timing_of(r, 0, d)->start_us == Approx(30'003.0 + 7.0));
+  CHECK(timing_of(r, 0, e)->start_us == Approx(30'003.0 + 7.0 + 11.0));
+  const double e_end = timing_of(r, 0, e)->end_us;
+  CHECK(e_end > timing_of(r, 0, e)->start_us);
+  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end + 7.0));
+
+  // All three at 0 (every GPU topology): ops start when their constraints end.
+  Scenario z = s;
+  z.topology.device.dispatch_us = z.topology.device.stream_handoff_us = z.topology.collectives.sync_skew_us = 0;
+  const StepResult r0 = simulate(wrap(z, {ir.stages[0]})).result;
+  CHECK(timing_of(r0, 0, b)->start_us == 10'000.0);
+  CHECK(timing_of(r0, 0, e)->start_us == 30'000.0);
+  CHECK(timing_of(r0, 0, f)->start_us == timing_of(r0, 0, e)->end_us);
+}
+
+// A CPU rank's communication thread shares its core with the compute thread (Linux CFS gives
+// each runnable thread an equal share): a 10 ms compute op beside a collective in flight over
+// [c0, c1] does (c1 - c0) / 2 of work there, so it ends at 10 ms + (c1 - c0) / 2.
+TEST_CASE("engine: on a CPU host communication time-shares the rank's core with compute", "[engine][closed-form]") {
+  Scenario s = cluster(2, 1, 1, false);
+  s.topology.device.kind = DeviceKind::cpu;
+  s.topology.device.sm_count = 1;
+  s.topology.collectives.intra_sms = s.topology.collectives.inter_sms = s.topology.collectives.p2p_sms = 1;
+  Hand h(s, 0);
+  const BufferId x = h.b.buffer("x", int64_t{1} << 22, DType::f32, MemCategory::activations, true);
+  const OpId c = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, int64_t{1} << 24, 9, {h.b.whole(x)}, Stream::tp_comm);
+  const OpId a = h.timed(Stream::compute, 10'000);
+  const StepIR ir = wrap(s, {h.b.finish()});
+  const StepResult r = simulate(ir).result;
+  const double c0 = timing_of(r, 0, c)->start_us, c1 = timing_of(r, 0, c)->end_us;
+  REQUIRE(c1 - c0 > 100.0);
+  REQUIRE(c1 < 10'000.0);
+  CHECK(timing_of(r, 0, a)->end_us == Approx(10'000.0 + (c1 - c0) / 2).epsilon(1e-9));
+  // Two cores: one busy communication thread leaves compute 2/3 of them.
+  Scenario two = s;
+  two.topology.device.sm_count = 2;
+  const StepResult r2 = simulate(wrap(two, {ir.stages[0]})).result;
+  const double d0 = timing_of(r2, 0, c)->start_us, d1 = timing_of(r2, 0, c)->end_us;
+  CHECK(timing_of(r2, 0, a)->end_us == Approx(10'000.0 + (d1 - d0) / 3).epsilon(1e-9));
+}
+
 // The seed example of data-parallel overlap: a 100 ms backward pass whose gradients need a
 // 50 ms all-reduce. Overlapped bucket by bucket, only the last bucket's reduction is exposed
 // (100 + 50/n ms, about 100 ms); reduced after the backward pass, 150 ms.

@@ -1,0 +1,134 @@
+// paralab — samples of the executor's host-side costs from a real execution (in_situ.hpp).
+#include "analysis/in_situ.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "analysis/validate.hpp"
+#include "ir/error.hpp"
+
+namespace paralab::calib {
+
+CommPattern pattern_of(CollKind k) {
+  switch (k) {
+    case CollKind::all_reduce: return CommPattern::all_reduce;
+    case CollKind::all_gather: return CommPattern::all_gather;
+    case CollKind::reduce_scatter: return CommPattern::reduce_scatter;
+    case CollKind::all_to_all: return CommPattern::all_to_all;
+    case CollKind::broadcast: return CommPattern::broadcast;
+  }
+  return CommPattern::all_reduce;
+}
+
+double trimmed_mean(std::vector<double> v, double trim) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto cut = static_cast<size_t>(std::floor(trim * static_cast<double>(v.size())));
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = cut; i + cut < v.size(); ++i, ++n) sum += v[i];
+  return n ? sum / static_cast<double>(n) : v[v.size() / 2];
+}
+
+namespace {
+
+// Clock differences below this are timer noise (us): a start a hair before the end it waited
+// for is a zero gap, not a sample to drop.
+constexpr double kClockSlackUs = 1.0;
+
+}  // namespace
+
+void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out) {
+  // Per rank: op id -> index into measured.ops (the result is sorted by (rank, op)).
+  std::map<int64_t, std::vector<size_t>> at;
+  for (size_t i = 0; i < measured.ops.size(); ++i) {
+    const OpTiming& t = measured.ops[i];
+    if (t.rank < 0 || t.rank >= ir.layout.world())
+      throw InternalError("in-situ calibration: a measured op of rank " + std::to_string(t.rank) + " outside the layout");
+    const StepGraph& g = ir.graph_for(t.rank);
+    auto& v = at[t.rank];
+    if (v.empty()) v.assign(g.ops.size(), SIZE_MAX);
+    if (t.op >= g.ops.size()) throw InternalError("in-situ calibration: measured op " + std::to_string(t.op) + " not in the graph");
+    v[t.op] = i;
+  }
+
+  // 1. Gaps between an op's last constraint and its start, on each rank's own clock.
+  for (const auto& [rank, idx] : at) {
+    const StepGraph& g = ir.graph_for(rank);
+    std::vector<OpId> pred(g.ops.size(), kNoOp);
+    for (const auto& stream : g.streams)
+      for (size_t i = 1; i < stream.size(); ++i) pred[stream[i]] = stream[i - 1];
+    auto timing = [&](OpId id) -> const OpTiming* { return idx[id] == SIZE_MAX ? nullptr : &measured.ops[idx[id]]; };
+    for (const Op& op : g.ops) {
+      const OpTiming* t = timing(op.id);
+      if (!t) continue;
+      double same = -1e300, other = -1e300;
+      if (pred[op.id] != kNoOp)
+        if (const OpTiming* p = timing(pred[op.id])) same = p->end_us;
+      for (OpId d : op.deps) {
+        const OpTiming* p = timing(d);
+        if (!p) continue;
+        double& slot = g.ops[d].stream == op.stream ? same : other;
+        slot = std::max(slot, p->end_us);
+      }
+      if (same == -1e300 && other == -1e300) continue;  // the first op of its stream
+      const bool cross = other > same;
+      const double gap = t->start_us - std::max(same, other);
+      if (gap < -kClockSlackUs) continue;  // clocks disagree: no sample
+      if (cross) out.handoff_us.push_back(std::max(0.0, gap));
+      else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap));
+    }
+  }
+
+  // 2. Compute ops under their keys.
+  for (const OpTiming& t : measured.ops) {
+    const Op& op = ir.graph_for(t.rank).op(t.op);
+    if (is_comm(op.kind)) continue;
+    const double us = t.end_us - t.start_us;
+    if (us <= 0) continue;
+    const OpKey key = op_key(op);
+    OpSamples& s = out.compute[key];
+    if (s.us.empty()) {
+      s.key = key;
+      s.flops = op.flops;
+      s.bytes = op.bytes;
+      const AttentionAttrs* a = op.attention();
+      s.exec_flops = op.flops * (a && a->causal ? 0.5 : 1.0);
+      s.origin = origin;
+    }
+    s.us.push_back(us);
+  }
+
+  // 3. Communication from the last participant's arrival.
+  StepResult aligned = measured;
+  align_comm_starts(aligned, ir);
+  for (size_t i = 0; i < aligned.ops.size(); ++i) {
+    const OpTiming& t = aligned.ops[i];
+    const Op& op = ir.graph_for(t.rank).op(t.op);
+    CommSample c;
+    if (const auto* col = op.collective()) {
+      c.pattern = pattern_of(col->kind);
+      c.group = static_cast<int64_t>(ir.group_of(t.rank, op).size());
+      c.bytes = static_cast<double>(col->bytes);
+      const bool in_stage = col->group == GroupKind::tp || col->group == GroupKind::cp || col->group == GroupKind::dp;
+      if (c.group > 1 && in_stage) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
+    } else if (const auto* p = op.p2p()) {
+      c.pattern = CommPattern::send_recv;
+      c.group = 2;
+      c.bytes = static_cast<double>(p->bytes);
+      if (ir.group_of(t.rank, op).size() < 2) continue;
+    } else {
+      continue;
+    }
+    if (c.group < 2 || c.bytes <= 0) continue;
+    c.time_us = t.end_us - t.start_us;
+    if (c.time_us <= 0) continue;
+    out.comm.push_back(c);
+  }
+  ++out.executions;
+}
+
+}  // namespace paralab::calib
