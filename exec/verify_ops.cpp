@@ -120,6 +120,18 @@ void OpChecker::after(const OpCall& call) {
     if (n > 0 && (n - 1) % stride != 0) f(n - 1);
   };
 
+  // The fused QKV layout [s*b rows, (a/t + 2 g/t) heads x d]: query head h, key and value group
+  // gr of token i (row i*b + bi), element c.
+  auto Qi = [&](const std::vector<double>& qkv, int64_t bi, int64_t h, int64_t i, int64_t c) {
+    return qkv[static_cast<size_t>((i * G.b + bi) * G.qc + h * G.d + c)];
+  };
+  auto Ki = [&](const std::vector<double>& qkv, int64_t bi, int64_t gr, int64_t j, int64_t c) {
+    return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + gr) * G.d + c)];
+  };
+  auto Vi = [&](const std::vector<double>& qkv, int64_t bi, int64_t gr, int64_t j, int64_t c) {
+    return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + G.gl + gr) * G.d + c)];
+  };
+
   switch (op.kind) {
     case OpKind::gemm: {
       const GemmAttrs& g = *op.gemm();
@@ -149,15 +161,6 @@ void OpChecker::after(const OpCall& call) {
         }
         default: {
           // Per head n = b_idx * a/t + h; token row of position i is i*b + b_idx.
-          auto Qi = [&](const std::vector<double>& qkv, int64_t bi, int64_t h, int64_t i, int64_t c) {
-            return qkv[static_cast<size_t>((i * G.b + bi) * G.qc + h * G.d + c)];
-          };
-          auto Ki = [&](const std::vector<double>& qkv, int64_t bi, int64_t gr, int64_t j, int64_t c) {
-            return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + gr) * G.d + c)];
-          };
-          auto Vi = [&](const std::vector<double>& qkv, int64_t bi, int64_t gr, int64_t j, int64_t c) {
-            return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + G.gl + gr) * G.d + c)];
-          };
           auto Ci = [&](const std::vector<double>& ctx, int64_t bi, int64_t h, int64_t i, int64_t c) {
             return ctx[static_cast<size_t>((i * G.b + bi) * G.cc + h * G.d + c)];
           };
@@ -165,14 +168,19 @@ void OpChecker::after(const OpCall& call) {
             return sq[static_cast<size_t>((n * G.s + i) * G.s + j)];
           };
           const int64_t per = G.al / G.gl;
+          // A [b*a/t, s, s] product over the head dimension: lhs(bi, h, i, c) x rhs(bi, h/per, j, c).
+          auto scores = [&](const auto& lhs, const auto& rhs) {
+            sample(G.b * G.al * G.s * G.s, [&](int64_t e) {
+              const int64_t n = e / (G.s * G.s), i = e / G.s % G.s, j = e % G.s, bi = n / G.al, h = n % G.al;
+              double acc = 0;
+              for (int64_t c = 0; c < G.d; ++c) acc += lhs(bi, h, i, c) * rhs(bi, h / per, j, c);
+              check(0, e, acc);
+            });
+          };
           switch (g.role) {
             case GemmRole::attn_qk:
-              sample(G.b * G.al * G.s * G.s, [&](int64_t e) {
-                const int64_t n = e / (G.s * G.s), i = e / G.s % G.s, j = e % G.s, bi = n / G.al, h = n % G.al;
-                double acc = 0;
-                for (int64_t c = 0; c < G.d; ++c) acc += Qi(R[0], bi, h, i, c) * Ki(R[0], bi, h / per, j, c);
-                check(0, e, acc);
-              });
+              scores([&](int64_t bi, int64_t h, int64_t i, int64_t c) { return Qi(R[0], bi, h, i, c); },
+                     [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return Ki(R[0], bi, gr, j, c); });
               break;
             case GemmRole::attn_pv:
             case GemmRole::attn_dp:
@@ -184,12 +192,8 @@ void OpChecker::after(const OpCall& call) {
                   check(0, e, acc);
                 });
               else
-                sample(G.b * G.al * G.s * G.s, [&](int64_t e) {
-                  const int64_t n = e / (G.s * G.s), i = e / G.s % G.s, j = e % G.s, bi = n / G.al, h = n % G.al;
-                  double acc = 0;
-                  for (int64_t c = 0; c < G.d; ++c) acc += Ci(R[0], bi, h, i, c) * Vi(R[1], bi, h / per, j, c);
-                  check(0, e, acc);
-                });
+                scores([&](int64_t bi, int64_t h, int64_t i, int64_t c) { return Ci(R[0], bi, h, i, c); },
+                       [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return Vi(R[1], bi, gr, j, c); });
               break;
             case GemmRole::attn_dq:
             case GemmRole::attn_dk:
@@ -224,9 +228,9 @@ void OpChecker::after(const OpCall& call) {
       const AttentionAttrs& a = *op.attention();
       const double scale = 1.0 / std::sqrt(static_cast<double>(G.d));
       const auto& qkv = R[0];
-      auto Q = [&](int64_t bi, int64_t h, int64_t i, int64_t c) { return qkv[static_cast<size_t>((i * G.b + bi) * G.qc + h * G.d + c)]; };
-      auto K = [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + gr) * G.d + c)]; };
-      auto Vv = [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return qkv[static_cast<size_t>((j * G.b + bi) * G.qc + (G.al + G.gl + gr) * G.d + c)]; };
+      auto Q = [&](int64_t bi, int64_t h, int64_t i, int64_t c) { return Qi(qkv, bi, h, i, c); };
+      auto K = [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return Ki(qkv, bi, gr, j, c); };
+      auto Vv = [&](int64_t bi, int64_t gr, int64_t j, int64_t c) { return Vi(qkv, bi, gr, j, c); };
       const int64_t per = G.al / G.gl;
       // Exact causal probabilities of one (batch, head, query) row.
       auto probs = [&](int64_t bi, int64_t h, int64_t i, std::vector<double>& p) {
