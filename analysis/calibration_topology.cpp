@@ -18,16 +18,6 @@ namespace paralab::calib {
 
 // ---- Fits ------------------------------------------------------------------------------------------
 
-namespace {
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
-}  // namespace
-
 void fit_all(CalibrationResult& r) {
   std::vector<GemmSample> gs;
   std::set<MathMode> maths;
@@ -111,8 +101,7 @@ void fit_all(CalibrationResult& r) {
     std::vector<double> extra;
     extra.reserve(r.in_situ.comm.size());
     for (const CommSample& c : r.in_situ.comm) extra.push_back(c.time_us - r.comm_fit.predict_us(c.pattern, c.group, c.bytes));
-    std::nth_element(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(extra.size() / 2), extra.end());
-    r.comm_in_situ_extra_us = std::max(0.0, extra[extra.size() / 2]);
+    r.comm_in_situ_extra_us = std::max(0.0, quantile(std::move(extra), 0.5));
   }
 }
 

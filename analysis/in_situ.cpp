@@ -108,22 +108,19 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   for (size_t i = 0; i < aligned.ops.size(); ++i) {
     const OpTiming& t = aligned.ops[i];
     const Op& op = ir.graph_for(t.rank).op(t.op);
+    if (!is_comm(op.kind) || ir.group_of(t.rank, op).size() < 2) continue;
     CommSample c;
     if (const auto* col = op.collective()) {
       c.pattern = pattern_of(col->kind);
       c.group = static_cast<int64_t>(ir.group_of(t.rank, op).size());
       c.bytes = static_cast<double>(col->bytes);
-      const bool in_stage = col->group == GroupKind::tp || col->group == GroupKind::cp || col->group == GroupKind::dp;
-      if (c.group > 1 && in_stage) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
-    } else if (const auto* p = op.p2p()) {
-      c.pattern = CommPattern::send_recv;
-      c.group = 2;
-      c.bytes = static_cast<double>(p->bytes);
-      if (ir.group_of(t.rank, op).size() < 2) continue;
+      if (within_stage(col->group)) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
     } else {
-      continue;
+      c.pattern = CommPattern::send_recv;  // a transfer moves its bytes between two ranks
+      c.group = 2;
+      c.bytes = static_cast<double>(op.p2p()->bytes);
     }
-    if (c.group < 2 || c.bytes <= 0) continue;
+    if (c.bytes <= 0) continue;
     c.time_us = t.end_us - t.start_us;
     if (c.time_us <= 0) continue;
     out.comm.push_back(c);

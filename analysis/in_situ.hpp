@@ -4,7 +4,7 @@
 //
 //   calib::InSituSamples s;
 //   calib::collect_in_situ(ir, measured, "execution quickstart", s);   // a measured StepResult
-//   double d = calib::trimmed_mean(s.dispatch_us, 0.02);
+//   double h = calib::trimmed_mean(s.handoff_us, 0.005);   // fit_all does this
 //
 // From every rank's measured op intervals (the executor's own clock, before any alignment):
 //   - dispatch: a compute-stream op whose last constraint to end was its predecessor on the

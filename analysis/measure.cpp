@@ -38,7 +38,6 @@ OpKey op_key(const Op& op) {
   return k;
 }
 
-namespace {
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -48,7 +47,6 @@ double quantile(std::vector<double> v, double q) {
   const double w = pos - static_cast<double>(lo);
   return v[lo] * (1 - w) + v[hi] * w;
 }
-}  // namespace
 
 double OpSamples::median_us() const { return quantile(us, 0.5); }
 double OpSamples::quantile_us(double q) const { return quantile(us, q); }

@@ -40,6 +40,9 @@ struct OpKey {
 };
 OpKey op_key(const Op& op);
 
+// The q-quantile of `v` (0 <= q <= 1), interpolated linearly between neighbours; 0 when empty.
+double quantile(std::vector<double> v, double q);
+
 // Every measured time of one key, with the op's work for the fits.
 struct OpSamples {
   OpKey key;

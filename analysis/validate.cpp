@@ -35,7 +35,7 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
     std::map<uint32_t, int> seen;
     for (const Op& op : g.ops) {
       if (const auto* c = op.collective()) {
-        if (c->group == GroupKind::tp || c->group == GroupKind::cp || c->group == GroupKind::dp) continue;
+        if (within_stage(c->group)) continue;
         const std::pair<uint32_t, int> key{c->tag, seen[c->tag]++};
         cross[rank][key] = op.id;
         cross_key[{rank, op.id}] = key;
@@ -57,7 +57,7 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
     double s = t.start_us;
     if (const auto* c = op.collective()) {
       const std::vector<int64_t> members = ir.group_of(t.rank, op);
-      if (c->group == GroupKind::tp || c->group == GroupKind::cp || c->group == GroupKind::dp) {
+      if (within_stage(c->group)) {
         for (int64_t m : members) start_of(m, t.op, s);  // same stage: the same op id
       } else {
         const auto key = cross_key.at({t.rank, t.op});

@@ -18,6 +18,10 @@ enum class GroupKind : uint8_t { tp, cp, dp, pp, embd, mp, world, kCount };
 
 std::string_view to_string(GroupKind g);
 
+// Groups whose members all run one pipeline stage's graph (same op ids on every member);
+// `pp` pairs neighbouring stages and `embd`, `mp`, `world` join stages.
+constexpr bool within_stage(GroupKind g) { return g == GroupKind::tp || g == GroupKind::cp || g == GroupKind::dp; }
+
 struct Coord {
   int64_t tp = 0, cp = 0, dp = 0, pp = 0;
   bool operator==(const Coord&) const = default;

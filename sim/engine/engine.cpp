@@ -474,7 +474,7 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const StepGraph& g = *stages_[s].g;
   const Op& op = g.ops[id];
   double delay = op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_;
-  if (coll_.sync_skew_us > 0 && op.kind == OpKind::collective && !joins_stages(op.collective()->group) &&
+  if (coll_.sync_skew_us > 0 && op.kind == OpKind::collective && within_stage(op.collective()->group) &&
       members(stages_[s], op.collective()->group).size() > 1)
     delay += coll_.sync_skew_us;
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, true});
