@@ -551,7 +551,8 @@ void Engine::release_sms(uint32_t s, OpId id) {
 // compute op in flight on the stage when that changes. On a CPU host the rank's cores
 // (sm_count) are time-shared instead: each communication op in flight keeps one thread busy
 // (copying, reducing, polling), and the kernel's fair scheduler gives every runnable thread an
-// equal share (Linux CFS), so compute runs at cores / (cores + busy communication threads).
+// equal share (Linux CFS: "ideal, precise multi-tasking CPU", Documentation/scheduler/
+// sched-design-CFS.rst), so compute runs at cores / (cores + busy communication threads).
 void Engine::set_rate(uint32_t s) {
   StageState& st = stages_[s];
   const int64_t held = std::max<int64_t>(0, st.held_sms);
