@@ -49,10 +49,23 @@ AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a) {
   return x;
 }
 
-AttentionBlock attention_block(int64_t cp_index, const AttentionAttrs& a) {
-  const int64_t cp = a.cp_size, me = cp_index;
-  const int64_t src = ((me - a.cp_step) % cp + cp) % cp;  // whose KV chunk arrives at this step
-  return src == me ? AttentionBlock::causal : src < me ? AttentionBlock::full : AttentionBlock::masked;
+CpSplit cp_split(const ModelShape& m, int64_t cp_index) {
+  CpSplit c;
+  c.cp = m.cp;
+  c.index = cp_index;
+  c.chunk = m.cp > 1 ? m.seq_local() / 2 : m.seq_local();
+  if (m.cp > 1 && m.seq_local() % 2 != 0)
+    throw InternalError("context parallelism: the local sequence (" + std::to_string(m.seq_local()) +
+                        ") does not split into two chunks");
+  if (cp_index < 0 || cp_index >= m.cp) throw InternalError("context parallelism: CP index out of range");
+  return c;
+}
+
+AttentionBlock attention_block(const CpSplit& cp, const AttentionAttrs& a, int hq, int hk) {
+  if (a.cp_size != cp.cp) throw InternalError("attention: the op's CP size is not the layout's");
+  const int64_t src = ((cp.index - a.cp_step) % cp.cp + cp.cp) % cp.cp;  // whose KV arrives at this step
+  const int64_t q = cp.chunk_of(cp.index, hq), k = cp.chunk_of(src, hk);
+  return q == k ? AttentionBlock::causal : k < q ? AttentionBlock::full : AttentionBlock::masked;
 }
 
 std::string CommKey::label() const {
@@ -235,8 +248,14 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
       const std::string stream = name.substr(0, name.find('.'));  // "token_ids" | "labels"
       bp.key = seed_key({seed, hash_string("data"), hash_string(stream)});
       const int64_t mb = g.op(first).microbatch, batch = s.training.micro_batch_size, S = s.model.seq_length;
-      bp.global_offset = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * batch +
-                         p.coord.cp * (S / s.parallel.context) * batch;
+      // Under CP the rank's rows are its two chunks (CpSplit): two affine pieces.
+      const int64_t base = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * batch;
+      const CpSplit split = cp_split(ir.shape, p.coord.cp);
+      bp.global_offset = base + split.position(0) * batch;
+      if (split.cp > 1) {
+        bp.split = split.chunk * batch;
+        bp.second_offset = base + split.position(split.chunk) * batch;
+      }
       bp.vocab = s.model.vocab_size;
     } else if (read_first) {
       bp.fill = Fill::zero;

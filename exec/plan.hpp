@@ -65,6 +65,14 @@ struct BufferPlan {
   uint64_t key = 0;            // seed of the counter-based generator
   int64_t global_offset = 0;   // element index of element 0 in the unsharded tensor
   int64_t vocab = 0;           // token_ids: exclusive upper bound
+  // Two pieces (token ids under context parallelism: the rank's two sequence chunks, CpSplit):
+  // elements [split, n) start at second_offset instead. 0: one piece.
+  int64_t split = 0;
+  int64_t second_offset = 0;
+  // Element index in the unsharded tensor of element i.
+  [[nodiscard]] int64_t global_index(int64_t i) const {
+    return split > 0 && i >= split ? second_offset + (i - split) : global_offset + i;
+  }
 };
 
 // How a tensor-parallel rank's parameter maps onto the unsharded tensor (Megatron's column-
@@ -144,10 +152,46 @@ struct AttentionDims {
   int64_t b, al, gl, d, s, qkv_cols, ctx_cols;
 };
 AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a);
-// Which block of a context-parallel ring step this rank sees (ring attention, Liu et al.
-// 2023): its own KV chunk (causal), an earlier rank's (full) or a later rank's (masked).
+// The fields kernels::AttentionFwdArgs and AttentionBwdArgs share: packed operands and the
+// geometry of `seq` positions of queries and keys (the local sequence, or a CP chunk of it).
+template <class Args>
+void set_attention_call(Args& a, const void* q, const void* k, const void* v, const AttentionDims& x, int64_t seq,
+                        bool causal) {
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.batch = x.b;
+  a.heads = x.al;
+  a.kv_heads = x.gl;
+  a.seq = seq;
+  a.head_dim = x.d;
+  a.causal = causal;
+}
+// Megatron-LM's load-balanced split of the sequence over context parallelism
+// (megatron/training/utils.py get_batch_on_this_cp_rank; docs/executor.md, "Context
+// parallelism"): the sequence is cut into 2 cp chunks of c = S / (2 cp) positions and CP rank i
+// holds chunks i and 2cp-1-i, in that order (local positions [0, c) and [c, 2c)). Under a causal
+// mask every rank then does the same work at every ring step, which is what the simulator
+// assumes (sim/compute/compute_attention.cpp). Without CP: the identity.
+struct CpSplit {
+  int64_t cp = 1, index = 0;
+  int64_t chunk = 0;  // positions per chunk, c (without CP: the whole sequence)
+  // The chunk (0 .. 2cp-1) that local half h (0 or 1) of CP rank `rank` holds.
+  [[nodiscard]] int64_t chunk_of(int64_t rank, int h) const { return h == 0 ? rank : 2 * cp - 1 - rank; }
+  // Global position of this rank's local position p (0 .. 2c-1).
+  [[nodiscard]] int64_t position(int64_t p) const {
+    if (cp == 1) return p;
+    return p < chunk ? index * chunk + p : (2 * cp - 1 - index) * chunk + (p - chunk);
+  }
+};
+// Throws InternalError when the local sequence does not split into two chunks.
+CpSplit cp_split(const ModelShape& m, int64_t cp_index);
+
+// Ring attention (Liu et al. 2023) on the load-balanced split: at ring step a.cp_step this rank
+// holds the KV of CP rank src = (cp_idx - step) mod cp. The pair (query half hq, KV half hk)
+// is the causal diagonal (same chunk), fully visible (the KV chunk is earlier) or masked.
 enum class AttentionBlock { causal, full, masked };
-AttentionBlock attention_block(int64_t cp_index, const AttentionAttrs& a);
+AttentionBlock attention_block(const CpSplit& cp, const AttentionAttrs& a, int hq, int hk);
 
 // 64-bit mixing (splitmix64 finalizer) and a key from parts, for seeds.
 uint64_t mix64(uint64_t x);

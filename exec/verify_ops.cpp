@@ -21,13 +21,14 @@ namespace {
 
 // Shapes every reference needs.
 struct Geo {
-  int64_t al, gl, d, b, s, qc, cc, V, vstart, tp, cp_off;
+  int64_t al, gl, d, b, s, qc, cc, V, vstart, tp;
+  CpSplit cp;  // global position of a local one (load-balanced context parallelism)
 };
 
 Geo geo_of(const RankPlan& p) {
   const ModelShape& m = p.ir->shape;
   return {m.heads_local(), m.groups_local(), m.head_dim,      m.micro_batch,       m.seq_local(), m.qkv_cols(),
-          m.attn_cols(),   m.vocab_local(),  p.coord.tp * m.vocab_local(), p.coord.tp, p.coord.cp * m.seq_local()};
+          m.attn_cols(),   m.vocab_local(),  p.coord.tp * m.vocab_local(), p.coord.tp, cp_split(m, p.coord.cp)};
 }
 
 double tolerance(DType t) {
@@ -447,7 +448,7 @@ void OpChecker::after(const OpCall& call) {
       const int64_t heads = G.al + G.gl, half = G.d / 2;
       const double dir = op.kind == OpKind::rope_fwd ? 1.0 : -1.0;
       for (int64_t r = 0; r < k.rows; ++r) {
-        const double pos = static_cast<double>(r / G.b + G.cp_off);
+        const double pos = static_cast<double>(G.cp.position(r / G.b));
         for (int64_t h = 0; h < G.al + 2 * G.gl; ++h)
           for (int64_t i = 0; i < G.d; ++i) {
             const int64_t e = r * G.qc + h * G.d + i;
@@ -470,7 +471,7 @@ void OpChecker::after(const OpCall& call) {
       if (op.kind == OpKind::embedding_fwd) {
         for (int64_t r = 0; r < k.rows; ++r) {
           const int64_t id = static_cast<int64_t>(R[0][static_cast<size_t>(r)]) - G.vstart;
-          const int64_t pos = r / G.b + G.cp_off;
+          const int64_t pos = G.cp.position(r / G.b);
           for (int64_t c = 0; c < h; ++c) {
             double v = id >= 0 && id < G.V ? R[1][static_cast<size_t>(id * h + c)] : 0.0;
             if (R.size() > 2 && G.tp == 0) v += R[2][static_cast<size_t>(pos * h + c)];
@@ -483,7 +484,7 @@ void OpChecker::after(const OpCall& call) {
         const auto [own0, own1] = position_grad_rows(plan_, k.rows);
         for (int64_t r = 0; r < k.rows; ++r) {
           const int64_t id = static_cast<int64_t>(R[1][static_cast<size_t>(r)]) - G.vstart;
-          const int64_t pos = r / G.b + G.cp_off;
+          const int64_t pos = G.cp.position(r / G.b);
           const bool own_row = r >= own0 && r < own1;  // SP: this rank's share of the positions' gradient
           for (int64_t c = 0; c < h; ++c) {
             const double g = R[0][static_cast<size_t>(r * h + c)];

@@ -123,6 +123,13 @@ void validate_model_and_splits(const Scenario& s) {
 
   // Sequence: context parallelism splits it, sequence parallelism splits each CP chunk over TP.
   c.divides("parallel.context", p.context, m.seq_length, "seq_length");
+  // Megatron-LM's load-balanced causal split (docs/executor.md, "Context parallelism"): each
+  // CP rank holds two of 2 x context equal chunks.
+  if (p.context > 1 && m.seq_length % p.context == 0 && (m.seq_length / p.context) % 2 != 0)
+    c.fail("parallel.context", p.context,
+           "context parallelism cuts seq_length (" + std::to_string(m.seq_length) + ") into 2 x context = " +
+               std::to_string(2 * p.context) + " equal chunks (two per CP rank, load-balanced), but it does not divide it",
+           "context such that 2 x context divides seq_length");
   if (p.sequence_parallel && p.tensor > 1 && (m.seq_length / p.context) % p.tensor != 0)
     c.fail("parallel.tensor", p.tensor,
            "sequence parallelism splits each sequence chunk of " +

@@ -59,7 +59,7 @@ class CpuBackend final : public Backend {
       case Fill::token_ids: {
         if (b.dtype != DType::i32) throw InternalError("token ids in a non-int32 buffer '" + b.name + "'");
         auto* ids = static_cast<int32_t*>(p);
-        for (int64_t i = 0; i < n; ++i) ids[i] = token_id(how.key, how.global_offset + i, how.vocab);
+        for (int64_t i = 0; i < n; ++i) ids[i] = token_id(how.key, how.global_index(i), how.vocab);
         return;
       }
       default: break;

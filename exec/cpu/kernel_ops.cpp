@@ -375,11 +375,20 @@ void rope(const OpCall& call, CpuContext& ctx) {
   x.heads = heads;
   x.head_dim = d;
   x.batch = m.micro_batch;
-  x.position_offset = ctx.plan.coord.cp * k.aux;  // this CP rank's chunk of the sequence
   x.base = k.scale;
   x.dtype = kernels::Dtype::f32;
-  if (call.op.kind == OpKind::rope_fwd) kernels::rope_fwd_cpu(x);
-  else kernels::rope_bwd_cpu(x);
+  // Positions: this CP rank's chunks of the sequence (CpSplit), each a contiguous row range.
+  const CpSplit split = cp_split(m, ctx.plan.coord.cp);
+  const int64_t pieces = split.cp > 1 ? 2 : 1, piece_rows = T / pieces;
+  if (k.aux != m.seq_local() || T != m.seq_local() * m.micro_batch)
+    throw InternalError("rope: rows do not match the local sequence");
+  for (int64_t h = 0; h < pieces; ++h) {
+    x.x = x.y = buf + h * piece_rows * w;
+    x.rows = piece_rows;
+    x.position_offset = split.position(h * split.chunk);
+    if (call.op.kind == OpKind::rope_fwd) kernels::rope_fwd_cpu(x);
+    else kernels::rope_bwd_cpu(x);
+  }
   for (int64_t r = 0; r < T; ++r) store_f32(static_cast<char*>(call.writes[0]) + r * cols * bytes_of(dt), dt, w, buf + r * w);
 }
 
@@ -387,7 +396,8 @@ void embedding(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   const ModelShape& m = ctx.shape;
   const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V, pos0 = ctx.plan.coord.cp * m.seq_local();
+  const int64_t vstart = tp_index(ctx) * V;
+  const CpSplit split = cp_split(m, ctx.plan.coord.cp);  // row r is local position r / b
   if (call.op.kind == OpKind::embedding_fwd) {
     expect_numel(call, true, 0, T, "token ids");
     expect_numel(call, true, 1, V * h, "word embedding table");
@@ -406,7 +416,7 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     if (call.reads.size() > 2 && tp_index(ctx) == 0) {
       const DType pt = call.plan.reads[2].dtype;
       for (int64_t r = 0; r < T; ++r) {
-        const int64_t pos = r / b + pos0;
+        const int64_t pos = split.position(r / b);
         for (int64_t c = 0; c < h; ++c)
           store(call.writes[0], dt, r * h + c, load(call.writes[0], dt, r * h + c) + load(call.reads[2], pt, pos * h + c));
       }
@@ -437,7 +447,7 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     // by the IR's replicated-gradient all-reduce; without it every rank has the whole gradient.
     const auto [r0, r1] = position_grad_rows(ctx.plan, T);
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t pos = r / b + pos0;
+      const int64_t pos = split.position(r / b);
       for (int64_t c = 0; c < h; ++c) g[pos * h + c] += load(call.reads[0], dt, r * h + c);
     }
     dpos.commit();

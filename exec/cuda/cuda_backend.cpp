@@ -350,10 +350,16 @@ void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
   switch (how.fill) {
     case Fill::none: return;
     case Fill::zero: PARALAB_CU(cudaMemsetAsync(p, 0, static_cast<size_t>(b.bytes()), s)); break;
-    case Fill::token_ids:
+    case Fill::token_ids: {
       if (b.dtype != DType::i32) throw InternalError("token ids in a non-int32 buffer '" + b.name + "'");
-      dev::fill(p, dev::T::i32, b.elements, 4, how.key, how.global_offset, how.vocab, s);
+      // Under context parallelism two affine pieces (the rank's two sequence chunks,
+      // BufferPlan::global_index): [0, split) from global_offset, [split, n) from second_offset.
+      const int64_t split = how.split > 0 ? std::min(how.split, b.elements) : b.elements;
+      dev::fill(p, dev::T::i32, split, 4, how.key, how.global_offset, how.vocab, s);
+      dev::fill(static_cast<int32_t*>(p) + split, dev::T::i32, b.elements - split, 4, how.key, how.second_offset,
+                how.vocab, s);
       break;
+    }
     case Fill::poison:
       if (!is_float) return;  // as the CPU backend: only float buffers are poisoned
       dev::fill(p, dt(b.dtype), b.elements, 3, 0, 0, 0, s);

@@ -3,12 +3,19 @@
 // [T, (a/t + 2g/t) d] buffer with rows (position, batch entry); the kernels take
 // [batch, heads, seq, d]: the operands are packed on the device, the kernel runs, the results
 // are unpacked (exec/cpu/attention.cpp is the reference for every convention below).
-//  * Without CP (and at CP step 0) the kernels run in the storage dtype (fp32 compute, one
-//    rounding of each output), exactly what the CPU backend's fp32 run + one rounding gives.
-//  * CP steps > 0 merge with what earlier steps accumulated: the block runs in fp32 on fp32
-//    copies, is merged with the fp32 copy of ctx by log-sum-exp, and ctx is rounded once.
-//    A block later in the sequence than this rank's queries is fully masked and skipped; the
-//    visiting block's dK/dV travel in fp32 (dkv_ring) until cast "dkv_accumulate" brings them home.
+//  * Without CP: one causal call over the local sequence in the storage dtype (fp32 compute,
+//    one rounding of each output), exactly what the CPU backend's fp32 run + one rounding gives.
+//  * With CP the local sequence is two chunks of c = S / (2 cp) positions (Megatron-LM's
+//    load-balanced split, get_batch_on_this_cp_rank; CpSplit): half h is the row range
+//    [h c b, (h+1) c b). Ring attention (Liu et al. 2023): at ring step j this rank holds the KV
+//    of CP rank (cp_idx - j) mod cp, and each (query half, KV half) pair is a c x c block that
+//    is causal (same chunk), fully visible (earlier chunk) or masked (skipped) — attention_block.
+//    All CP work is fp32: a query half's visible blocks merge by log-sum-exp (online softmax,
+//    Dao et al. 2022, Sec. 3.1) with what earlier steps left in ctx/lse, and ctx is rounded
+//    once per op. The backward of a block uses the merged out/lse; dQ sums per query half and
+//    dK/dV per KV half in fp32. Step 0 overwrites d_qkv with them (every half is visited there);
+//    later steps add dQ into d_qkv and dK/dV into the visiting KV's fp32 dkv_ring, which travels
+//    until cast "dkv_accumulate" brings it home.
 #include <optional>
 #include <string>
 
@@ -22,82 +29,155 @@ namespace {
 
 using Dims = AttentionDims;
 using Block = AttentionBlock;
+using Buf = std::optional<Scratch>;
 
-// Packed operand buffers of one call.
-struct Packed {
-  Packed(const Dims& x, DType t, cudaStream_t s)
-      : es(bytes_of(t)),
-        nq(x.b * x.al * x.s * x.d),
-        nkv(x.b * x.gl * x.s * x.d),
-        q(nq * es, s),
-        k(nkv * es, s),
-        v(nkv * es, s) {}
-  int64_t es, nq, nkv;
-  Scratch q, k, v;
+// `heads` heads of d columns from column col0 of a [T, ld] matrix with rows (position, batch
+// entry), stored in dtype t.
+struct Cols {
+  void* p;
+  DType t;
+  int64_t ld, col0, heads;
 };
 
-// Q from qkv; K and V from qkv (own block) or from the received [T, 2 g/t d] kv buffer.
-void pack_qkv(const OpCall& call, const Dims& x, bool own, size_t kv_read, DType to, Packed& p, cudaStream_t s) {
+// Rows [h n b, (h+1) n b) of `c` (sequence half h of n positions) <-> packed [b, heads, n, d].
+void pack(const Cols& c, const Dims& x, int h, int64_t n, void* dst, DType to, cudaStream_t s) {
+  const char* rows = static_cast<const char*>(c.p) + h * n * x.b * c.ld * bytes_of(c.t);
+  dev::pack_heads(rows, dt(c.t), c.ld, c.col0, x.d, dst, dt(to), x.b, c.heads, n, x.d, s);
+}
+void unpack(const void* src, DType from, const Cols& c, const Dims& x, int h, int64_t n, bool add, cudaStream_t s) {
+  char* rows = static_cast<char*>(c.p) + h * n * x.b * c.ld * bytes_of(c.t);
+  dev::unpack_heads(src, dt(from), rows, dt(c.t), c.ld, c.col0, x.d, x.b, c.heads, n, x.d, add, s);
+}
+
+// The log-sum-exp is fp32 [b, a/t, s]: half h is n floats at offset h n of each of its b a/t
+// rows. gather: lse half -> contiguous [b, a/t, n] `half`; else the reverse.
+void lse_half(void* lse, float* half, const Dims& x, int h, int64_t n, bool gather, cudaStream_t s) {
+  float* strided = static_cast<float*>(lse) + h * n;
+  const auto pitch = static_cast<size_t>(x.s) * 4, width = static_cast<size_t>(n) * 4;
+  const auto rows = static_cast<size_t>(x.b * x.al);
+  if (gather) PARALAB_CU(cudaMemcpy2DAsync(half, width, strided, pitch, width, rows, cudaMemcpyDeviceToDevice, s));
+  else PARALAB_CU(cudaMemcpy2DAsync(strided, pitch, half, width, width, rows, cudaMemcpyDeviceToDevice, s));
+}
+
+// Q from qkv; K and V from qkv (own KV, step 0) or from the received [T, 2 g/t d] kv buffer
+// (the key groups, then the value groups).
+struct Operands {
+  Cols q, k, v;
+};
+Operands operands(const OpCall& call, const Dims& x, bool own, size_t kv_read) {
   const auto& o = call.plan;
-  const DType qt = o.reads[0].dtype;
-  dev::pack_heads(call.reads[0], dt(qt), x.qkv_cols, 0, x.d, p.q.get(), dt(to), x.b, x.al, x.s, x.d, s);
-  if (own) {
-    dev::pack_heads(call.reads[0], dt(qt), x.qkv_cols, x.al * x.d, x.d, p.k.get(), dt(to), x.b, x.gl, x.s, x.d, s);
-    dev::pack_heads(call.reads[0], dt(qt), x.qkv_cols, (x.al + x.gl) * x.d, x.d, p.v.get(), dt(to), x.b, x.gl, x.s, x.d, s);
-  } else {
-    const DType kt = o.reads[kv_read].dtype;
-    const int64_t ld = 2 * x.gl * x.d;
-    dev::pack_heads(call.reads[kv_read], dt(kt), ld, 0, x.d, p.k.get(), dt(to), x.b, x.gl, x.s, x.d, s);
-    dev::pack_heads(call.reads[kv_read], dt(kt), ld, x.gl * x.d, x.d, p.v.get(), dt(to), x.b, x.gl, x.s, x.d, s);
-  }
+  const Cols q{call.reads[0], o.reads[0].dtype, x.qkv_cols, 0, x.al};
+  if (own)
+    return {q, {q.p, q.t, x.qkv_cols, x.al * x.d, x.gl}, {q.p, q.t, x.qkv_cols, (x.al + x.gl) * x.d, x.gl}};
+  const Cols k{call.reads[kv_read], o.reads[kv_read].dtype, 2 * x.gl * x.d, 0, x.gl};
+  return {q, k, {k.p, k.t, k.ld, x.gl * x.d, x.gl}};
+}
+
+// The (query half, KV half) blocks of this ring step: one causal block without CP (the other
+// three entries masked), else 2 x 2.
+struct Ring {
+  int halves = 1;
+  Block blk[2][2]{};
+  [[nodiscard]] bool visible(int hq, int hk) const { return blk[hq][hk] != Block::masked; }
+  [[nodiscard]] bool q_used(int hq) const { return visible(hq, 0) || visible(hq, 1); }
+  [[nodiscard]] bool kv_used(int hk) const { return visible(0, hk) || visible(1, hk); }
+};
+Ring ring(const CpSplit& sp, const AttentionAttrs& a) {
+  Ring r;
+  r.halves = sp.cp > 1 ? 2 : 1;
+  for (int hq = 0; hq < 2; ++hq)
+    for (int hk = 0; hk < 2; ++hk)
+      r.blk[hq][hk] = hq < r.halves && hk < r.halves ? attention_block(sp, a, hq, hk) : Block::masked;
+  return r;
+}
+
+// Packs half h of `c` into a fresh scratch (`elems` elements of `to`).
+void pack_half(Buf& b, const Cols& c, const Dims& x, int h, int64_t n, int64_t elems, DType to, cudaStream_t s) {
+  b.emplace(elems * bytes_of(to), s);
+  pack(c, x, h, n, b->get(), to, s);
 }
 
 void forward(const OpCall& call, CudaOpContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
   const Dims x = attention_dims(ctx.shape, a);
-  const auto& o = call.plan;
+  const CpSplit sp = cp_split(ctx.shape, ctx.plan.coord.cp);
+  const Ring r = ring(sp, a);
   const cudaStream_t s = ctx.stream();
-  const Block blk = attention_block(ctx.plan.coord.cp, a);
-  if (a.cp_step > 0 && blk == Block::masked) return;  // nothing visible: ctx and lse unchanged
-  const bool merge = a.cp_step > 0;
-  const DType st = o.writes[0].dtype, work = merge ? DType::f32 : st;
-  Packed p(x, work, s);
-  pack_qkv(call, x, a.cp_step == 0, 1, work, p, s);
-  Scratch out(p.nq * bytes_of(work), s);
-  const int64_t nl = x.b * x.al * x.s;
-  std::optional<Scratch> lse_blk;
-  if (merge) lse_blk.emplace(nl * 4, s);
-  auto* lse = static_cast<float*>(call.writes[1]);
-  kernels::AttentionFwdArgs f;
-  f.q = p.q.get();
-  f.k = p.k.get();
-  f.v = p.v.get();
-  f.out = out.get();
-  f.lse = merge ? lse_blk->f() : lse;
-  f.batch = x.b;
-  f.heads = x.al;
-  f.kv_heads = x.gl;
-  f.seq = x.s;
-  f.head_dim = x.d;
-  f.causal = blk == Block::causal;
-  f.dtype = kdt(work);
-  kernels::flash_attention_fwd_cuda(f, s);
-  if (!merge) {
-    dev::unpack_heads(out.get(), dt(work), call.writes[0], dt(st), x.ctx_cols, 0, x.d, x.b, x.al, x.s, x.d, false, s);
-    return;
+  const int64_t n = sp.chunk, nq = x.b * x.al * n * x.d, nkv = x.b * x.gl * n * x.d, nl = x.b * x.al * n;
+  const DType st = call.plan.writes[0].dtype, work = r.halves > 1 ? DType::f32 : st;
+  const Operands in = operands(call, x, a.cp_step == 0, 1);
+  const Cols out_c{call.writes[0], st, x.ctx_cols, 0, x.al};
+  Buf k[2], v[2];
+  for (int hk = 0; hk < r.halves; ++hk)
+    if (r.kv_used(hk)) {
+      pack_half(k[hk], in.k, x, hk, n, nkv, work, s);
+      pack_half(v[hk], in.v, x, hk, n, nkv, work, s);
+    }
+  for (int hq = 0; hq < r.halves; ++hq) {
+    if (!r.q_used(hq)) continue;  // nothing visible at this step: the half's ctx and lse unchanged
+    Buf q, blk_out, blk_lse, lse_buf;
+    pack_half(q, in.q, x, hq, n, nq, work, s);
+    // The running (ctx, lse) of this query half: fp32 under CP; the lse is written in place
+    // when the half is the whole sequence (no CP), else gathered from its strided slice.
+    Scratch acc(nq * bytes_of(work), s);
+    float* acc_lse = static_cast<float*>(call.writes[1]);
+    if (r.halves > 1) acc_lse = lse_buf.emplace(nl * 4, s).f();
+    bool have = a.cp_step > 0;  // later steps merge with what earlier steps accumulated
+    if (have) {
+      pack(out_c, x, hq, n, acc.get(), work, s);
+      lse_half(call.writes[1], acc_lse, x, hq, n, true, s);
+    }
+    for (int hk = 0; hk < r.halves; ++hk) {
+      if (!r.visible(hq, hk)) continue;
+      if (have && !blk_out) {
+        blk_out.emplace(nq * bytes_of(work), s);
+        blk_lse.emplace(nl * 4, s);
+      }
+      kernels::AttentionFwdArgs f;
+      set_attention_call(f, q->get(), k[hk]->get(), v[hk]->get(), x, n, r.blk[hq][hk] == Block::causal);
+      f.out = have ? blk_out->get() : acc.get();  // the first block of step 0 is copied, not merged
+      f.lse = have ? blk_lse->f() : acc_lse;
+      f.dtype = kdt(work);
+      kernels::flash_attention_fwd_cuda(f, s);
+      if (have) dev::merge_attention(acc.f(), blk_out->f(), acc_lse, blk_lse->f(), nl, x.d, s);
+      have = true;
+    }
+    unpack(acc.get(), work, out_c, x, hq, n, false, s);  // the one rounding of ctx
+    if (r.halves > 1) lse_half(call.writes[1], acc_lse, x, hq, n, false, s);
   }
-  Scratch prev(p.nq * 4, s);
-  dev::pack_heads(call.writes[0], dt(st), x.ctx_cols, 0, x.d, prev.get(), dev::T::f32, x.b, x.al, x.s, x.d, s);
-  dev::merge_attention(prev.f(), out.f(), lse, lse_blk->f(), nl, x.d, s);
-  dev::unpack_heads(prev.get(), dev::T::f32, call.writes[0], dt(st), x.ctx_cols, 0, x.d, x.b, x.al, x.s, x.d, false, s);
 }
+
+// A gradient summed over the blocks that touch one sequence half: the first block's kernel
+// writes the sum itself, later ones a temporary that commit() adds (fp32: only CP has several).
+class GradSum {
+ public:
+  GradSum(int64_t elems, DType t, cudaStream_t s) : n_(elems), t_(t), s_(s) {}
+  void* next() {
+    pending_ = sum_.has_value();
+    Buf& b = pending_ ? tmp_ : sum_;
+    if (!b) b.emplace(n_ * bytes_of(t_), s_);
+    return b->get();
+  }
+  void commit() {
+    if (pending_) dev::copy2d(tmp_->get(), dt(t_), n_, sum_->get(), dt(t_), n_, 1, n_, true, s_);
+    pending_ = false;
+  }
+  [[nodiscard]] bool seen() const { return sum_.has_value(); }
+  [[nodiscard]] const void* get() const { return sum_->get(); }
+
+ private:
+  int64_t n_;
+  DType t_;
+  cudaStream_t s_;
+  Buf sum_, tmp_;
+  bool pending_ = false;
+};
 
 void backward(const OpCall& call, CudaOpContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
   const Dims x = attention_dims(ctx.shape, a);
   const auto& o = call.plan;
   const cudaStream_t s = ctx.stream();
-  const Block blk = attention_block(ctx.plan.coord.cp, a);
   const int64_t T = x.s * x.b, kv_cols = 2 * x.gl * x.d;
   // reads {qkv, ctx, lse, d_ctx, [kv], [dkv]}; writes {d_qkv, [dkv_out]}
   const bool own = a.cp_step == 0;
@@ -111,42 +191,62 @@ void backward(const OpCall& call, CudaOpContext& ctx) {
     if (has_dkv_in) PARALAB_CU(cudaMemcpyAsync(dkv_out, call.reads[dkv_read], bytes, cudaMemcpyDeviceToDevice, s));
     else PARALAB_CU(cudaMemsetAsync(dkv_out, 0, bytes, s));
   }
-  if (!own && blk == Block::masked) return;  // no gradient flows through a masked block
-  const DType st = o.writes[0].dtype, work = own ? st : DType::f32;
-  Packed p(x, work, s);
-  pack_qkv(call, x, own, kv_read, work, p, s);
-  Scratch out(p.nq * bytes_of(work), s), dout(p.nq * bytes_of(work), s), dq(p.nq * bytes_of(work), s);
-  Scratch dk(p.nkv * bytes_of(work), s), dv(p.nkv * bytes_of(work), s);
-  dev::pack_heads(call.reads[1], dt(o.reads[1].dtype), x.ctx_cols, 0, x.d, out.get(), dt(work), x.b, x.al, x.s, x.d, s);
-  dev::pack_heads(call.reads[3], dt(o.reads[3].dtype), x.ctx_cols, 0, x.d, dout.get(), dt(work), x.b, x.al, x.s, x.d, s);
-  kernels::AttentionBwdArgs bw;
-  bw.q = p.q.get();
-  bw.k = p.k.get();
-  bw.v = p.v.get();
-  bw.out = out.get();
-  bw.dout = dout.get();
-  bw.lse = static_cast<const float*>(call.reads[2]);
-  bw.dq = dq.get();
-  bw.dk = dk.get();
-  bw.dv = dv.get();
-  bw.batch = x.b;
-  bw.heads = x.al;
-  bw.kv_heads = x.gl;
-  bw.seq = x.s;
-  bw.head_dim = x.d;
-  bw.causal = blk == Block::causal;
-  bw.dtype = kdt(work);
-  kernels::flash_attention_bwd_cuda(bw, s);
-  void* dqkv = call.writes[0];
-  dev::unpack_heads(dq.get(), dt(work), dqkv, dt(st), x.qkv_cols, 0, x.d, x.b, x.al, x.s, x.d, !own, s);  // dQ accumulates over ring steps
-  if (own) {
-    dev::unpack_heads(dk.get(), dt(work), dqkv, dt(st), x.qkv_cols, x.al * x.d, x.d, x.b, x.gl, x.s, x.d, false, s);
-    dev::unpack_heads(dv.get(), dt(work), dqkv, dt(st), x.qkv_cols, (x.al + x.gl) * x.d, x.d, x.b, x.gl, x.s, x.d, false, s);
-    return;
+  const CpSplit sp = cp_split(ctx.shape, ctx.plan.coord.cp);
+  const Ring r = ring(sp, a);
+  if (!own && !r.kv_used(0) && !r.kv_used(1)) return;  // no gradient flows through masked blocks
+  if (!own && !has_dkv_out) throw InternalError("attention_bwd: a ring step past 0 needs its dkv_ring output");
+  const int64_t n = sp.chunk, nq = x.b * x.al * n * x.d, nkv = x.b * x.gl * n * x.d, nl = x.b * x.al * n;
+  const DType st = o.writes[0].dtype, work = r.halves > 1 ? DType::f32 : st;
+  const Operands in = operands(call, x, own, kv_read);
+  const Cols out_c{call.reads[1], o.reads[1].dtype, x.ctx_cols, 0, x.al};
+  const Cols dout_c{call.reads[3], o.reads[3].dtype, x.ctx_cols, 0, x.al};
+  Buf q[2], out[2], dout[2], lse[2], k[2], v[2];
+  for (int h = 0; h < r.halves; ++h) {
+    if (r.q_used(h)) {  // the query half with the merged (global) output and lse of the forward
+      pack_half(q[h], in.q, x, h, n, nq, work, s);
+      pack_half(out[h], out_c, x, h, n, nq, work, s);
+      pack_half(dout[h], dout_c, x, h, n, nq, work, s);
+      if (r.halves > 1) lse_half(call.reads[2], lse[h].emplace(nl * 4, s).f(), x, h, n, true, s);
+    }
+    if (r.kv_used(h)) {
+      pack_half(k[h], in.k, x, h, n, nkv, work, s);
+      pack_half(v[h], in.v, x, h, n, nkv, work, s);
+    }
   }
-  if (!has_dkv_out) throw InternalError("attention_bwd: a ring step past 0 needs its dkv_ring output");
-  dev::unpack_heads(dk.get(), dev::T::f32, dkv_out, dev::T::f32, kv_cols, 0, x.d, x.b, x.gl, x.s, x.d, true, s);
-  dev::unpack_heads(dv.get(), dev::T::f32, dkv_out, dev::T::f32, kv_cols, x.gl * x.d, x.d, x.b, x.gl, x.s, x.d, true, s);
+  GradSum dq[2]{{nq, work, s}, {nq, work, s}}, dk[2]{{nkv, work, s}, {nkv, work, s}},
+      dv[2]{{nkv, work, s}, {nkv, work, s}};
+  for (int hq = 0; hq < r.halves; ++hq)
+    for (int hk = 0; hk < r.halves; ++hk) {
+      if (!r.visible(hq, hk)) continue;
+      kernels::AttentionBwdArgs bw;
+      bw.out = out[hq]->get();
+      bw.dout = dout[hq]->get();
+      bw.lse = r.halves > 1 ? lse[hq]->f() : static_cast<const float*>(call.reads[2]);
+      bw.dq = dq[hq].next();
+      bw.dk = dk[hk].next();
+      bw.dv = dv[hk].next();
+      set_attention_call(bw, q[hq]->get(), k[hk]->get(), v[hk]->get(), x, n, r.blk[hq][hk] == Block::causal);
+      bw.dtype = kdt(work);
+      kernels::flash_attention_bwd_cuda(bw, s);
+      dq[hq].commit();
+      dk[hk].commit();
+      dv[hk].commit();
+    }
+  // Step 0 owns every column of d_qkv (overwritten, one rounding); later steps add dQ into it
+  // and dK/dV into the traveling fp32 dkv_ring ([T, 2 g/t d]: key groups, then value groups).
+  const Cols dq_c{call.writes[0], st, x.qkv_cols, 0, x.al};
+  const Cols dk_c = own ? Cols{dq_c.p, st, x.qkv_cols, x.al * x.d, x.gl} : Cols{dkv_out, DType::f32, kv_cols, 0, x.gl};
+  const Cols dv_c = own ? Cols{dq_c.p, st, x.qkv_cols, (x.al + x.gl) * x.d, x.gl}
+                        : Cols{dkv_out, DType::f32, kv_cols, x.gl * x.d, x.gl};
+  for (int h = 0; h < r.halves; ++h) {
+    if (own && !(dq[h].seen() && dk[h].seen()))
+      throw InternalError("attention_bwd: ring step 0 does not visit sequence half " + std::to_string(h));
+    if (dq[h].seen()) unpack(dq[h].get(), work, dq_c, x, h, n, !own, s);
+    if (dk[h].seen()) {
+      unpack(dk[h].get(), work, dk_c, x, h, n, !own, s);
+      unpack(dv[h].get(), work, dv_c, x, h, n, !own, s);
+    }
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exec/cpu/cpu_math.hpp"  // cpu::dropout_seed: the same seeds as the CPU backend
 #include "exec/cuda/cuda_ops.hpp"
@@ -316,29 +317,50 @@ void dropout(const OpCall& call, CudaOpContext& ctx) {
   }
 }
 
+// This CP rank's sequence as row ranges of a [T, ...] activation whose rows are (position,
+// batch entry): the whole of it without context parallelism, else the rank's two chunks of
+// Megatron-LM's load-balanced split (CpSplit; get_batch_on_this_cp_rank), each contiguous.
+struct SeqPiece {
+  int64_t row0 = 0, rows = 0;  // first row and row count
+  int64_t position = 0;        // global position of row0
+};
+std::vector<SeqPiece> seq_pieces(const OpCall& call, const CudaOpContext& ctx, int64_t T) {
+  const ModelShape& m = ctx.shape;
+  const CpSplit split = cp_split(m, ctx.plan.coord.cp);
+  if (T != m.seq_local() * m.micro_batch)
+    throw InternalError("op " + op_label(call.op) + ": rows do not match the local sequence");
+  const int64_t rows = split.chunk * m.micro_batch;
+  std::vector<SeqPiece> out;
+  for (int64_t h = 0; h < (split.cp > 1 ? 2 : 1); ++h) out.push_back({h * rows, rows, split.position(h * split.chunk)});
+  return out;
+}
+
 // RoPE on the query heads and key groups (the first (a+g)/t * d columns of every qkv row), in
-// fp32 on a packed copy, stored back with one rounding (as the CPU backend).
+// fp32 on a packed copy, stored back with one rounding (as the CPU backend). Under CP one
+// launch per sequence chunk, each from its global position.
 void rope(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   const ModelShape& m = ctx.shape;
   const cudaStream_t s = ctx.stream();
   const int64_t T = k.rows, cols = k.cols, heads = m.heads_local() + m.groups_local(), d = m.head_dim, w = heads * d;
   expect(call, true, 0, T * cols, "qkv");
+  if (k.aux != m.seq_local()) throw InternalError("op " + op_label(call.op) + ": rope sequence is not the local one");
   const DType t = call.plan.reads[0].dtype;
   Scratch buf(T * w * 4, s);
   dev::copy2d(call.reads[0], dt(t), cols, buf.get(), dev::T::f32, w, T, w, false, s);
   kernels::RopeArgs x;
-  x.x = buf.get();
-  x.y = buf.get();
-  x.rows = T;
   x.heads = heads;
   x.head_dim = d;
   x.batch = m.micro_batch;
-  x.position_offset = ctx.plan.coord.cp * k.aux;
   x.base = k.scale;
   x.dtype = kernels::Dtype::f32;
-  if (call.op.kind == OpKind::rope_fwd) kernels::rope_fwd_cuda(x, s);
-  else kernels::rope_bwd_cuda(x, s);
+  for (const SeqPiece& p : seq_pieces(call, ctx, T)) {
+    x.x = x.y = buf.f() + p.row0 * w;
+    x.rows = p.rows;
+    x.position_offset = p.position;
+    if (call.op.kind == OpKind::rope_fwd) kernels::rope_fwd_cuda(x, s);
+    else kernels::rope_bwd_cuda(x, s);
+  }
   dev::copy2d(buf.get(), dev::T::f32, w, call.writes[0], dt(call.plan.writes[0].dtype), cols, T, w, false, s);
 }
 
@@ -347,7 +369,8 @@ void embedding(const OpCall& call, CudaOpContext& ctx) {
   const ModelShape& m = ctx.shape;
   const cudaStream_t s = ctx.stream();
   const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V, pos0 = ctx.plan.coord.cp * m.seq_local();
+  const int64_t vstart = tp_index(ctx) * V;
+  const std::vector<SeqPiece> pieces = seq_pieces(call, ctx, T);  // row r is local position r / b
   if (call.op.kind == OpKind::embedding_fwd) {
     expect(call, true, 0, T, "token ids");
     expect(call, true, 1, V * h, "word embedding table");
@@ -362,8 +385,12 @@ void embedding(const OpCall& call, CudaOpContext& ctx) {
     x.vocab_end = vstart + V;
     x.dtype = kdt(t);
     kernels::embedding_fwd_cuda(x, s);
-    if (call.reads.size() > 2 && tp_index(ctx) == 0)  // learned positions, added once before the TP all-reduce
-      dev::add_positions(call.writes[0], dt(t), call.reads[2], dt(call.plan.reads[2].dtype), T, h, b, pos0, s);
+    if (call.reads.size() > 2 && tp_index(ctx) == 0) {  // learned positions, added once before the TP all-reduce
+      const DType pt = call.plan.reads[2].dtype;
+      for (const SeqPiece& p : pieces)
+        dev::add_positions(static_cast<char*>(call.writes[0]) + p.row0 * h * bytes_of(t), dt(t), call.reads[2], dt(pt),
+                           p.rows, h, b, p.position, s);
+    }
     return;
   }
   expect(call, true, 0, T * h, "embedding gradient");
@@ -380,9 +407,21 @@ void embedding(const OpCall& call, CudaOpContext& ctx) {
   x.dtype = kdt(call.plan.reads[0].dtype);
   kernels::embedding_bwd_cuda(x, s);
   dtable.commit();
-  if (call.writes.size() > 1)
-    dev::position_grad(call.writes[1], dt(call.plan.writes[1].dtype), call.reads[0], dt(call.plan.reads[0].dtype), T, h, b,
-                       pos0, s);
+  if (call.writes.size() > 1) {
+    // The position table is replicated over tensor parallelism: under sequence parallelism its
+    // gradient is this rank's sequence slice's share (summed by the IR's replicated-gradient
+    // all-reduce), position_grad_rows; each chunk scatters the part of it that it holds.
+    const DType ot = call.plan.reads[0].dtype, pt = call.plan.writes[1].dtype;
+    const auto [r0, r1] = position_grad_rows(ctx.plan, T);
+    for (const SeqPiece& p : pieces) {
+      const int64_t first = std::max(r0, p.row0), last = std::min(r1, p.row0 + p.rows);
+      if (first >= last) continue;
+      if (first % b != 0 || last % b != 0)
+        throw InternalError("op " + op_label(call.op) + ": position gradient rows split a position");
+      const void* dout = static_cast<const char*>(call.reads[0]) + first * h * bytes_of(ot);
+      dev::position_grad(call.writes[1], dt(pt), dout, dt(ot), last - first, h, b, p.position + (first - p.row0) / b, s);
+    }
+  }
 }
 
 void cross_entropy(const OpCall& call, CudaOpContext& ctx) {

@@ -1,10 +1,13 @@
 // tests/exec — ring attention (context parallelism) equals full causal attention: two CP
-// ranks, each holding half of the sequence, run the IR's ring steps (forward merge by
+// ranks, each holding two of the sequence's four chunks (Megatron-LM's load-balanced split:
+// rank 0 chunks 0 and 3, rank 1 chunks 1 and 2), run the IR's ring steps (forward merge by
 // log-sum-exp; backward with the visiting block's dK/dV travelling home and added by the
 // "dkv_accumulate" cast) and match kernels/'s attention over the whole sequence.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "exec_test_util.hpp"
 #include "kernels/attention.hpp"
@@ -52,13 +55,22 @@ TEST_CASE("ring attention over 2 CP ranks equals causal attention over the whole
     std::vector<float> qkv, kv_other, ctx, lse, dctx, dqkv, dkv_out;
   };
   Rank r[2];
+  // Global position of rank c's local position i (batch 1: a row is a position).
+  auto gpos = [&](int64_t c, int64_t i) { return cp_split(m, c).position(i); };
+  REQUIRE(gpos(0, s - 1) == S - 1);  // rank 0 holds the first and the last chunk
+  REQUIRE(gpos(1, 0) == s / 2);
   for (int64_t c = 0; c < 2; ++c) {
-    r[c].qkv.assign(qkv.begin() + c * s * qc, qkv.begin() + (c + 1) * s * qc);
-    r[c].dctx.assign(dctx.begin() + c * s * cc, dctx.begin() + (c + 1) * s * cc);
-    r[c].ctx.assign(static_cast<size_t>(s * cc), 0.f);
-    r[c].lse.assign(static_cast<size_t>(al * s), 0.f);
-    r[c].dqkv.assign(static_cast<size_t>(s * qc), 0.f);
-    r[c].dkv_out.assign(static_cast<size_t>(s * kvc), 0.f);
+    for (int64_t i = 0; i < s; ++i) {
+      const int64_t g = gpos(c, i);
+      r[c].qkv.insert(r[c].qkv.end(), qkv.begin() + g * qc, qkv.begin() + (g + 1) * qc);
+      r[c].dctx.insert(r[c].dctx.end(), dctx.begin() + g * cc, dctx.begin() + (g + 1) * cc);
+    }
+    // Outputs start as NaN: step 0 and the ops' own initialization must write every element.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    r[c].ctx.assign(static_cast<size_t>(s * cc), nan);
+    r[c].lse.assign(static_cast<size_t>(al * s), nan);
+    r[c].dqkv.assign(static_cast<size_t>(s * qc), nan);
+    r[c].dkv_out.assign(static_cast<size_t>(s * kvc), nan);
   }
   for (int64_t c = 0; c < 2; ++c) {  // the KV block a rank receives at step 1: the other rank's
     const Rank& o = r[1 - c];
@@ -116,7 +128,7 @@ TEST_CASE("ring attention over 2 CP ranks equals causal attention over the whole
   double e_out = 0, e_lse = 0, e_dq = 0, e_dk = 0, e_dv = 0;
   for (int64_t c = 0; c < 2; ++c)
     for (int64_t i = 0; i < s; ++i) {
-      const int64_t pos = c * s + i;
+      const int64_t pos = gpos(c, i);
       for (int64_t hh = 0; hh < al; ++hh) {
         e_lse = std::max(e_lse, double(std::abs(r[c].lse[static_cast<size_t>(hh * s + i)] - lse[static_cast<size_t>(hh * S + pos)])));
         for (int64_t x = 0; x < d; ++x) {
@@ -130,6 +142,14 @@ TEST_CASE("ring attention over 2 CP ranks equals causal attention over the whole
           e_dv = std::max(e_dv, double(std::abs(r[c].dqkv[static_cast<size_t>(i * qc + (al + gl + g) * d + x)] - dv[static_cast<size_t>((g * S + pos) * d + x)])));
         }
     }
+  auto finite = [](const std::vector<float>& vals) {
+    return std::all_of(vals.begin(), vals.end(), [](float e) { return std::isfinite(e); });
+  };
+  for (int64_t c = 0; c < 2; ++c) {
+    CHECK(finite(r[c].ctx));
+    CHECK(finite(r[c].lse));
+    CHECK(finite(r[c].dqkv));
+  }
   CHECK(e_out < 1e-5);
   CHECK(e_lse < 1e-5);
   CHECK(e_dq < 1e-4);

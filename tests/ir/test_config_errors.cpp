@@ -118,6 +118,12 @@ TEST_CASE("the sequence must be divisible by context parallelism", "[ir][config]
   expect_error(kBase, {"parallel.context", 0, "4", "1, 2, 3", "seq_length"}, {"model.seq_length=66", "parallel.context=4"});
 }
 
+TEST_CASE("the sequence must split into two chunks per context-parallel rank", "[ir][config]") {
+  // 66 = 2 x 33: context 2 divides it, but the load-balanced split needs 4 equal chunks.
+  expect_error(kBase, {"parallel.context", 0, "2", "2 x context divides seq_length", "equal chunks"},
+               {"model.seq_length=66", "parallel.context=2"});
+}
+
 TEST_CASE("context parallelism needs fused attention", "[ir][config]") {
   expect_error(kBase, {"training.attention", 0, "unfused", "flash", ""}, {"parallel.context=2", "training.attention=unfused"});
 }
