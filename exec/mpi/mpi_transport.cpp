@@ -91,18 +91,23 @@ int to_int_count(int64_t n, const char* what) {
 }
 
 // Polls requests to completion. Nonblocking collectives (Open MPI's libnbc) advance one round
-// per test on each side, so for the first 0.1 ms both sides busy-poll without yielding (a
+// per test on each side, so for the first 0.5 ms both sides busy-poll without yielding (a
 // sched_yield on a loaded host gives the core away for a whole time slice: milliseconds per
-// round); after that the poller sleeps 20 us, growing to at most 100 us. The cap bounds what a
-// round costs once a late peer arrives (the early side tests at least every 100 us; with a
-// 1 ms cap, 2-rank TP reduce-scatters measured 2.4 ms against 0.09 ms when both sides arrive
-// together: bench/results/validate_cpu.md), while a long wait (a pipeline bubble, a gradient
-// reduction waiting for the slowest replica) costs a wake-up per 100 us, a few % of a core.
+// round); after that the poller sleeps 20 us, growing to at most 100 us. The spin window sets
+// what a late peer costs: on cpu-tp2 (2 ranks, 2 cores) a collective whose members arrived
+// within 0.1 ms of each other ended 13 us (median) after the last arrival, one whose early
+// member had gone to sleep 350 us after it (several rounds at a sleeper's pace); a 0.5 ms
+// window took the step's median over 8 runs from 79 to 54 ms (cpu-tp2-dp2-zero3: 68 to 54 ms;
+// cpu-pp4, cpu-dp2-zero2, cpu-cp2 unchanged), 2 ms no further (docs/executor.md). The sleep
+// cap bounds what a round costs once a late peer arrives (with a 1 ms cap, 2-rank TP
+// reduce-scatters measured 2.4 ms against 0.09 ms when both sides arrive together:
+// bench/results/validate_cpu.md), while a long wait (a pipeline bubble, a gradient reduction
+// waiting for the slowest replica) costs a wake-up per 100 us, a few % of a core.
 // The wait policy is consulted throughout (watchdog, failure of another stream).
 void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  constexpr double kSpinS = 0.1e-3;
+  constexpr double kSpinS = 0.5e-3;
   constexpr int64_t kMaxSleepUs = 100;
   int64_t sleep_us = 20;
   double waited = 0;
