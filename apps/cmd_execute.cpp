@@ -152,7 +152,7 @@ int run_execute(int argc, char** argv) {
   Scenario s;
   std::optional<StepIR> ir;
   exec::ExecuteOptions opts;
-  int gpus = 0;  // --gpus N: N ranks as threads of this process (cuda backend)
+  [[maybe_unused]] int gpus = 0;  // --gpus N: N ranks as threads of this process (cuda backend)
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -176,8 +176,9 @@ int run_execute(int argc, char** argv) {
       if (n != std::floor(n)) throw UsageError("--gpus needs a whole number, got '" + *g + "'");
       if (opts.backend != "cuda") throw UsageError("--gpus needs --backend cuda (one process, a thread per GPU)");
       if (launcher_size() > 0) throw UsageError("--gpus is for runs without mpirun; under mpirun each process drives one GPU");
+#if defined(PARALAB_EXEC_CUDA)
       gpus = static_cast<int>(n);
-#if !defined(PARALAB_EXEC_CUDA)
+#else
       throw UsageError("--gpus needs the cuda backend, which this paralab was built without (exec/cuda/)");
 #endif
     }

@@ -50,7 +50,7 @@ struct ReportFixture {
         r.ops.push_back({rank, op.id, t, t + d});
         t += d;
       }
-      r.ranks.push_back({rank, g.stage, 1e8, 0, 0});
+      r.ranks.push_back({rank, g.stage, 1e8, 0, 0, {}});
     }
     finalize(r, ir);
     return r;

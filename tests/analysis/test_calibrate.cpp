@@ -183,7 +183,7 @@ TEST_CASE("measured communication is timed from when its last participant arrive
       const double start = 100.0 * op.id + 10.0 * static_cast<double>(rank);
       m.ops.push_back({rank, op.id, start, start + (is_comm(op.kind) ? 1e7 : 5.0)});
     }
-    m.ranks.push_back({rank, g.stage, 0, 0, 0});
+    m.ranks.push_back({rank, g.stage, 0, 0, 0, {}});
   }
   StepResult aligned = m;
   const int64_t moved = align_comm_starts(aligned, ir);

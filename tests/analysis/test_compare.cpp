@@ -27,7 +27,7 @@ StepResult synthetic(const StepIR& ir, double scale, bool all_ranks) {
       r.ops.push_back({rank, op.id, t, t + d});
       t += d;
     }
-    r.ranks.push_back({rank, g.stage, 1e9, 0, 0});
+    r.ranks.push_back({rank, g.stage, 1e9, 0, 0, {}});
   }
   finalize(r, ir);
   return r;
