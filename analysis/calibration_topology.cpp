@@ -174,6 +174,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     t.node.intra_link.efficiency = 1.0;
     t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm ? r.comm_in_situ_extra_us : 0.0);
     t.collectives.step_lat_us = 0.0;
+    t.collectives.reduce_gbps = r.comm_fit.reduce_gbps();
   }
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
@@ -323,7 +324,7 @@ std::string topology_toml(const CalibrationResult& r) {
   kv("devices_per_node", fint(t.node.devices_per_node), "at least the ranks measured");
   kv("intra", fstr(std::string(to_string(t.node.intra))));
   if (r.have_comm_fit) {
-    std::snprintf(buf, sizeof buf, "fitted B of t = L + steps x alpha + wire bytes / B over %lld calls (rms error %.0f%%)",
+    std::snprintf(buf, sizeof buf, "fitted B of t = L + steps x alpha + wire bytes / B + reduced bytes / R over %lld calls (rms error %.0f%%)",
                   (long long)r.comm_fit.fit.samples, 100 * r.comm_fit.fit.rms_rel_error);
     kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), buf);
     kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "fitted alpha: per ring step (link latency + MPI progress)");
@@ -366,9 +367,13 @@ std::string topology_toml(const CalibrationResult& r) {
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
     }
     kv("step_lat_us", fnum(0.0), "folded into intra_lat_us (only their sum is identifiable on one node)");
+    kv("reduce_gbps", fnum(t.collectives.reduce_gbps),
+       t.collectives.reduce_gbps > 0 ? "fitted R: (n-1)/n x bytes combined per all-reduce / reduce-scatter"
+                                     : "fitted R: reductions cost nothing beyond the transfers here");
   } else {
     kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "from the base topology");
     kv("step_lat_us", fnum(t.collectives.step_lat_us), "from the base topology");
+    kv("reduce_gbps", fnum(t.collectives.reduce_gbps), "from the base topology");
   }
   kv("tree_max_bytes", fnum(t.collectives.tree_max_bytes));
   kv("intra_sms", fint(t.collectives.intra_sms), cpu ? "threads a communication op keeps busy on the rank's cores (base topology)" : "from the base topology");

@@ -221,8 +221,13 @@ double comm_wire_bytes(CommPattern p, int64_t group, double bytes) {
   return bytes;
 }
 
+double comm_reduced_bytes(CommPattern p, int64_t group, double bytes) {
+  const double n = static_cast<double>(std::max<int64_t>(group, 1));
+  return p == CommPattern::all_reduce || p == CommPattern::reduce_scatter ? (n - 1) / n * bytes : 0.0;
+}
+
 double AlphaBetaFit::predict_us(CommPattern p, int64_t group, double bytes) const {
-  return fit.predict({1.0, comm_steps(p, group), comm_wire_bytes(p, group, bytes)});
+  return fit.predict({1.0, comm_steps(p, group), comm_wire_bytes(p, group, bytes), comm_reduced_bytes(p, group, bytes)});
 }
 
 AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
@@ -230,7 +235,8 @@ AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
   std::vector<double> y, w;
   for (const CommSample& s : samples) {
     if (s.time_us <= 0 || s.weight <= 0) continue;
-    X.push_back({1.0, comm_steps(s.pattern, s.group), comm_wire_bytes(s.pattern, s.group, s.bytes)});
+    X.push_back({1.0, comm_steps(s.pattern, s.group), comm_wire_bytes(s.pattern, s.group, s.bytes),
+                 comm_reduced_bytes(s.pattern, s.group, s.bytes)});
     y.push_back(s.time_us);
     w.push_back(s.weight);
   }
@@ -240,6 +246,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
   f.launch_us = f.fit.coef[0];
   f.step_us = f.fit.coef[1];
   f.bytes_per_us = f.fit.coef[2] > 0 ? 1.0 / f.fit.coef[2] : 0.0;
+  f.reduce_bytes_per_us = f.fit.coef[3] > 0 ? 1.0 / f.fit.coef[3] : 0.0;
   return f;
 }
 

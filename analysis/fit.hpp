@@ -93,17 +93,22 @@ struct CommSample {
   double weight = 1;   // e.g. how often the calls of this size occur in the scenarios measured
 };
 
-// The ring algorithm's step count and bytes a rank puts on its link.
+// The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it
+// combines (all-reduce, reduce-scatter: (n-1)/n of them; sim/net's CollectiveSpec::reduce_gbps).
 double comm_steps(CommPattern p, int64_t group);
 double comm_wire_bytes(CommPattern p, int64_t group, double bytes);
+double comm_reduced_bytes(CommPattern p, int64_t group, double bytes);
 
+// t = L + steps x alpha + wire bytes / B + reduced bytes / R.
 struct AlphaBetaFit {
-  double launch_us = 0;      // L, once per call
-  double step_us = 0;        // alpha, per algorithm step (link latency + software step)
-  double bytes_per_us = 0;   // B, per rank's link
+  double launch_us = 0;            // L, once per call
+  double step_us = 0;              // alpha, per algorithm step (link latency + software step)
+  double bytes_per_us = 0;         // B, per rank's link
+  double reduce_bytes_per_us = 0;  // R, the host's reduction; 0 = free (its coefficient fit to 0)
   LinearFit fit;
   [[nodiscard]] double predict_us(CommPattern p, int64_t group, double bytes) const;
   [[nodiscard]] double gbps() const { return bytes_per_us * 1e-3; }
+  [[nodiscard]] double reduce_gbps() const { return reduce_bytes_per_us * 1e-3; }
 };
 
 // Weighted by CommSample::weight: calibrate weighs the sizes a scenario uses by how often it

@@ -70,9 +70,10 @@ void print_summary(const calib::CalibrationResult& r, const std::string& out) {
     std::printf("kernels     t = %.3g us + bytes / %.3g GB/s (fit rms %.1f%% over %lld shapes); copy %.3g GB/s per rank\n",
                 r.stream.latency_us, r.stream.gbps(), 100 * r.stream.fit.rms_rel_error, (long long)r.stream.fit.samples, r.copy_gbps);
   if (r.have_comm_fit)
-    std::printf("comm        L %.3g us + alpha %.3g us per step + bytes / %.3g GB/s (fit rms %.1f%% over %lld calls)\n",
-                r.comm_fit.launch_us, r.comm_fit.step_us, r.comm_fit.gbps(), 100 * r.comm_fit.fit.rms_rel_error,
-                (long long)r.comm_fit.fit.samples);
+    std::printf("comm        L %.3g us + alpha %.3g us per step + bytes / %.3g GB/s + reduced bytes / %.3g GB/s (fit rms %.1f%% "
+                "over %lld calls)\n",
+                r.comm_fit.launch_us, r.comm_fit.step_us, r.comm_fit.gbps(), r.comm_fit.reduce_gbps(),
+                100 * r.comm_fit.fit.rms_rel_error, (long long)r.comm_fit.fit.samples);
   std::printf("use it      --set cluster.topology=%s\n", out.c_str());
 }
 
@@ -92,6 +93,7 @@ nlohmann::json summary_json(const calib::CalibrationResult& r, const std::string
   j["kernels"] = {{"latency_us", r.stream.latency_us}, {"gbps", r.stream.gbps()}, {"rms_rel_error", r.stream.fit.rms_rel_error}};
   if (r.have_comm_fit)
     j["comm"] = {{"launch_us", r.comm_fit.launch_us}, {"step_us", r.comm_fit.step_us}, {"gbps", r.comm_fit.gbps()},
+                 {"reduce_gbps", r.comm_fit.reduce_gbps()},
                  {"rms_rel_error", r.comm_fit.fit.rms_rel_error}};
   return j;
 }

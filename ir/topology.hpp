@@ -98,6 +98,13 @@ struct CollectiveSpec {
   // ranks of a stage are identical, so it adds this wait before every collective over more
   // than one rank. Measured by `paralab calibrate` in a real execution; 0 = not modeled.
   double sync_skew_us = 0;
+  // Throughput of the reduction arithmetic of all-reduce and reduce-scatter, in GB/s of
+  // received input combined per rank: on a CPU host the communication thread that copies also
+  // adds, one after the other (Open MPI's MPI_Op on the host: measured 2-rank reduce-scatters of
+  // 1 MiB take 3x an all-gather of the same wire bytes), so a call pays
+  // (n-1)/n x bytes / reduce_gbps on top of its transfers. 0 = free: NCCL reduces inside its
+  // copy kernels at link speed (GPU topologies).
+  double reduce_gbps = 0;
 };
 
 // Measurements written by `paralab calibrate`, overriding the model per op shape.

@@ -108,9 +108,31 @@ TEST_CASE("the alpha-beta fit recovers launch, step latency and bandwidth from r
   CHECK(f.launch_us == Approx(L).epsilon(0.1));
   CHECK(f.step_us == Approx(alpha).epsilon(0.1));
   CHECK(f.gbps() == Approx(5.0).epsilon(0.03));
+  CHECK(comm_reduced_bytes(CommPattern::all_gather, 4, 1000) == 0);
+  CHECK(comm_reduced_bytes(CommPattern::reduce_scatter, 4, 1000) == Approx(750));
   // The closed forms themselves (docs/network.md): all-reduce 2(n-1) steps, 2(n-1)/n N.
   CHECK(comm_steps(CommPattern::all_reduce, 4) == 6);
   CHECK(comm_wire_bytes(CommPattern::all_reduce, 4, 1000) == Approx(1500));
   CHECK(comm_wire_bytes(CommPattern::all_gather, 4, 1000) == Approx(750));
   CHECK(comm_steps(CommPattern::send_recv, 4) == 1);
+}
+
+TEST_CASE("the alpha-beta fit separates a host's reduction arithmetic from its transfers", "[analysis][fit]") {
+  // A CPU host: L = 2 us, alpha = 1 us per step, B = 6 GB/s on the wire, and the combining of
+  // (n-1)/n of the buffer at R = 2 GB/s (CollectiveSpec::reduce_gbps) in reduce-scatters and
+  // all-reduces only. The all-gathers and transfers pin B, the reducing calls then R.
+  const double L = 2, alpha = 1, B = 6e3, R = 2e3;
+  std::vector<CommSample> s;
+  Noise noise(0.02);
+  for (CommPattern p : {CommPattern::all_reduce, CommPattern::all_gather, CommPattern::reduce_scatter, CommPattern::send_recv})
+    for (int64_t n : {2, 4})
+      for (double bytes = 256; bytes <= 16.0 * 1024 * 1024; bytes *= 4)
+        s.push_back({p, n, bytes,
+                     (L + comm_steps(p, n) * alpha + comm_wire_bytes(p, n, bytes) / B + comm_reduced_bytes(p, n, bytes) / R) *
+                         noise()});
+  const AlphaBetaFit f = fit_alpha_beta(s);
+  CHECK(f.gbps() == Approx(6.0).epsilon(0.05));
+  CHECK(f.reduce_gbps() == Approx(2.0).epsilon(0.05));
+  CHECK(f.predict_us(CommPattern::reduce_scatter, 2, 1 << 20) ==
+        Approx(L + alpha + 0.5 * (1 << 20) / B + 0.5 * (1 << 20) / R).epsilon(0.05));
 }

@@ -200,3 +200,25 @@ TEST_CASE("net model: starting after the next completion reports it on the next 
   CHECK(net.stats().calls == 2);
   CHECK(net.stats().finished == 2);
 }
+
+TEST_CASE("net model: a host-side reduction adds (n-1)/n x bytes / reduce_gbps to reducing collectives only", "[net]") {
+  // CollectiveSpec::reduce_gbps: the all-gather and the reduce-scatter of one buffer move the
+  // same wire bytes; only the reduce-scatter (and the all-reduce) also combine (n-1)/n of it.
+  Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
+  const Layout layout(8, 1, 2, 1, 8);
+  const double N = 4 * kMiB;
+  auto time_of = [&](CollKind k) {
+    NetworkModel net(t, layout);
+    return net.isolated_time_us(request(k, iota_ranks(0, 4), static_cast<int64_t>(N)));
+  };
+  const double ag0 = time_of(CollKind::all_gather), rs0 = time_of(CollKind::reduce_scatter), ar0 = time_of(CollKind::all_reduce);
+  t.collectives.reduce_gbps = 2.0;
+  const double extra = 3.0 / 4.0 * N / Bpus(2.0);
+  CHECK(time_of(CollKind::all_gather) == ag0);
+  CHECK(time_of(CollKind::reduce_scatter) == Approx(rs0 + extra));
+  CHECK(time_of(CollKind::all_reduce) == Approx(ar0 + extra));
+  // The event-driven call pays the same.
+  NetworkModel net(t, layout);
+  const uint64_t h = net.start(request(CollKind::reduce_scatter, iota_ranks(0, 4), static_cast<int64_t>(N)), 0.0);
+  CHECK(run_to_idle(net)[h] == Approx(rs0 + extra));
+}
