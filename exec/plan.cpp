@@ -61,6 +61,23 @@ CpSplit cp_split(const ModelShape& m, int64_t cp_index) {
   return c;
 }
 
+std::vector<SeqPiece> seq_pieces(const ModelShape& m, int64_t cp_index) {
+  const CpSplit split = cp_split(m, cp_index);
+  const int64_t rows = split.chunk * m.micro_batch;
+  std::vector<SeqPiece> out;
+  for (int64_t h = 0; h < (split.cp > 1 ? 2 : 1); ++h) out.push_back({h * rows, rows, split.position(h * split.chunk)});
+  return out;
+}
+
+RingBlocks ring_blocks(const CpSplit& cp, const AttentionAttrs& a) {
+  RingBlocks r;
+  r.halves = cp.cp > 1 ? 2 : 1;
+  for (int hq = 0; hq < 2; ++hq)
+    for (int hk = 0; hk < 2; ++hk)
+      r.blk[hq][hk] = hq < r.halves && hk < r.halves ? attention_block(cp, a, hq, hk) : AttentionBlock::masked;
+  return r;
+}
+
 AttentionBlock attention_block(const CpSplit& cp, const AttentionAttrs& a, int hq, int hk) {
   if (a.cp_size != cp.cp) throw InternalError("attention: the op's CP size is not the layout's");
   const int64_t src = ((cp.index - a.cp_step) % cp.cp + cp.cp) % cp.cp;  // whose KV arrives at this step
@@ -248,13 +265,13 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
       const std::string stream = name.substr(0, name.find('.'));  // "token_ids" | "labels"
       bp.key = seed_key({seed, hash_string("data"), hash_string(stream)});
       const int64_t mb = g.op(first).microbatch, batch = s.training.micro_batch_size, S = s.model.seq_length;
-      // Under CP the rank's rows are its two chunks (CpSplit): two affine pieces.
+      // Under CP the rank's rows are its two chunks (seq_pieces): two affine pieces.
       const int64_t base = (p.coord.dp * s.num_microbatches() + std::max<int64_t>(mb, 0)) * S * batch;
-      const CpSplit split = cp_split(ir.shape, p.coord.cp);
-      bp.global_offset = base + split.position(0) * batch;
-      if (split.cp > 1) {
-        bp.split = split.chunk * batch;
-        bp.second_offset = base + split.position(split.chunk) * batch;
+      const std::vector<SeqPiece> pieces = seq_pieces(ir.shape, p.coord.cp);
+      bp.global_offset = base + pieces[0].position * batch;
+      if (pieces.size() > 1) {
+        bp.split = pieces[1].row0;
+        bp.second_offset = base + pieces[1].position * batch;
       }
       bp.vocab = s.model.vocab_size;
     } else if (read_first) {

@@ -187,11 +187,29 @@ struct CpSplit {
 // Throws InternalError when the local sequence does not split into two chunks.
 CpSplit cp_split(const ModelShape& m, int64_t cp_index);
 
+// This CP rank's sequence as row ranges of a [T, ...] activation whose rows are (position,
+// batch entry): one piece without context parallelism, else its two chunks, each contiguous.
+struct SeqPiece {
+  int64_t row0 = 0, rows = 0;  // first row and row count
+  int64_t position = 0;        // global position of row0
+};
+std::vector<SeqPiece> seq_pieces(const ModelShape& m, int64_t cp_index);
+
 // Ring attention (Liu et al. 2023) on the load-balanced split: at ring step a.cp_step this rank
 // holds the KV of CP rank src = (cp_idx - step) mod cp. The pair (query half hq, KV half hk)
 // is the causal diagonal (same chunk), fully visible (the KV chunk is earlier) or masked.
 enum class AttentionBlock { causal, full, masked };
 AttentionBlock attention_block(const CpSplit& cp, const AttentionAttrs& a, int hq, int hk);
+// Every pair of one ring step: without CP one causal block over the whole local sequence (the
+// other entries masked), else the 2 x 2 pairs of the rank's chunks.
+struct RingBlocks {
+  int halves = 1;
+  AttentionBlock blk[2][2]{};
+  [[nodiscard]] bool visible(int hq, int hk) const { return blk[hq][hk] != AttentionBlock::masked; }
+  [[nodiscard]] bool q_used(int hq) const { return visible(hq, 0) || visible(hq, 1); }
+  [[nodiscard]] bool kv_used(int hk) const { return visible(0, hk) || visible(1, hk); }
+};
+RingBlocks ring_blocks(const CpSplit& cp, const AttentionAttrs& a);
 
 // 64-bit mixing (splitmix64 finalizer) and a key from parts, for seeds.
 uint64_t mix64(uint64_t x);

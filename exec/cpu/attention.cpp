@@ -54,38 +54,28 @@ void unpack(void* base, DType t, int64_t ld, const Dims& x, int64_t H, ColOf col
 // contiguous row range [h c b, (h+1) c b) of every [T, cols] tensor (rows are (position,
 // batch entry)), so a packed half is a Dims with s = c over rows offset by h c b.
 struct Halves {
-  int n = 1;      // 2 under CP, else 1
-  Dims x;         // the geometry of one half (s = c)
-  CpSplit split;  // this rank's chunks
-  const AttentionAttrs* a = nullptr;
+  Dims x;            // the geometry of one half (s = c)
+  RingBlocks ring;   // the mask of every (query half, KV half) pair at this step
+  [[nodiscard]] int n() const { return ring.halves; }  // 2 under CP, else 1
   [[nodiscard]] const void* at(const void* base, DType t, int64_t ld, int h) const {
     return static_cast<const char*>(base) + h * x.s * x.b * ld * bytes_of(t);
   }
   [[nodiscard]] void* at(void* base, DType t, int64_t ld, int h) const {
     return static_cast<char*>(base) + h * x.s * x.b * ld * bytes_of(t);
   }
-  // The mask between query half hq and KV half hk at this op's ring step.
-  [[nodiscard]] Block block(int hq, int hk) const { return n == 1 ? Block::causal : attention_block(split, *a, hq, hk); }
-  [[nodiscard]] bool any_visible(int hq) const {
-    for (int hk = 0; hk < n; ++hk)
-      if (block(hq, hk) != Block::masked) return true;
-    return false;
-  }
 };
 
 Halves halves_of(const CpuContext& ctx, const AttentionAttrs& a, const Dims& full) {
   Halves h;
-  h.a = &a;
-  h.split = cp_split(ctx.shape, ctx.plan.coord.cp);
-  h.n = a.cp_size > 1 ? 2 : 1;
+  h.ring = ring_blocks(cp_split(ctx.shape, ctx.plan.coord.cp), a);
   h.x = full;
-  h.x.s = full.s / h.n;
+  h.x.s = full.s / h.n();
   return h;
 }
 
 // [b, H, s] fp32 log-sum-exp <-> its half hq ([b, H, c]).
 void lse_half(const float* from, float* to, const Halves& hv, int hq, bool gather) {
-  const int64_t c = hv.x.s, s = c * hv.n;
+  const int64_t c = hv.x.s, s = c * hv.n();
   for (int64_t r = 0; r < hv.x.b * hv.x.al; ++r) {
     if (gather) std::copy(from + r * s + hq * c, from + r * s + (hq + 1) * c, to + r * c);
     else std::copy(from + r * c, from + (r + 1) * c, to + r * s + hq * c);
@@ -138,21 +128,21 @@ void forward(const OpCall& call, CpuContext& ctx) {
   float* lse_blk = ctx.scratch.get(6, nl);
   float* acc = ctx.scratch.get(7, nq);
   float* acc_lse = ctx.scratch.get(8, nl);
-  for (int hk = 0; hk < hv.n; ++hk) pack_kv(call, hv, hk, own, 1, k[hk], v[hk]);
+  for (int hk = 0; hk < hv.n(); ++hk) pack_kv(call, hv, hk, own, 1, k[hk], v[hk]);
   const size_t ctx_w = 0, lse_w = 1;
   const DType qt = o.reads[0].dtype, ct = o.writes[ctx_w].dtype;
   auto* lse = static_cast<float*>(call.writes[lse_w]);
   const auto head_col = [&](int64_t h) { return h * x.d; };
-  for (int hq = 0; hq < hv.n; ++hq) {
-    if (!hv.any_visible(hq)) continue;  // nothing visible: this half's ctx and lse unchanged
+  for (int hq = 0; hq < hv.n(); ++hq) {
+    if (!hv.ring.q_used(hq)) continue;  // nothing visible: this half's ctx and lse unchanged
     pack(hv.at(call.reads[0], qt, x.qkv_cols, hq), qt, x.qkv_cols, x, x.al, head_col, q);
     bool have = !own;  // past step 0, ctx and lse hold the earlier steps' merge
     if (have) {
       pack(hv.at(call.writes[ctx_w], ct, x.ctx_cols, hq), ct, x.ctx_cols, x, x.al, head_col, acc);
       lse_half(lse, acc_lse, hv, hq, true);
     }
-    for (int hk = 0; hk < hv.n; ++hk) {
-      const Block blk = hv.block(hq, hk);
+    for (int hk = 0; hk < hv.n(); ++hk) {
+      const Block blk = hv.ring.blk[hq][hk];
       if (blk == Block::masked) continue;
       kernels::AttentionFwdArgs f;
       set_attention_call(f, q, k[hk], v[hk], x, x.s, blk == Block::causal);
@@ -174,7 +164,7 @@ void backward(const OpCall& call, CpuContext& ctx) {
   const Dims& x = hv.x;
   const auto& o = call.plan;
   const int64_t nq = x.b * x.al * x.s * x.d, nkv = x.b * x.gl * x.s * x.d, nl = x.b * x.al * x.s;
-  const int64_t T = x.s * hv.n * x.b, kv_cols = 2 * x.gl * x.d;
+  const int64_t T = x.s * hv.n() * x.b, kv_cols = 2 * x.gl * x.d;
   // reads {qkv, ctx, lse, d_ctx, [kv], [dkv]}; writes {d_qkv, [dkv_out]}
   const bool own = a.cp_step == 0;
   const size_t kv_read = 4, dkv_read = own ? 4 : 5;
@@ -201,22 +191,22 @@ void backward(const OpCall& call, CpuContext& ctx) {
   float* dk_t = ctx.scratch.get(14, nkv);
   float* dv_t = ctx.scratch.get(15, nkv);
   bool kv_have[2] = {false, false};
-  for (int hk = 0; hk < hv.n; ++hk) pack_kv(call, hv, hk, own, kv_read, k[hk], v[hk]);
+  for (int hk = 0; hk < hv.n(); ++hk) pack_kv(call, hv, hk, own, kv_read, k[hk], v[hk]);
   const auto head_col = [&](int64_t h) { return h * x.d; };
   const auto add = [](float* to, const float* from, int64_t n) {
     for (int64_t i = 0; i < n; ++i) to[i] += from[i];
   };
   void* dqkv = call.writes[0];
   const DType dt = o.writes[0].dtype, qt = o.reads[0].dtype;
-  for (int hq = 0; hq < hv.n; ++hq) {
-    if (!hv.any_visible(hq)) continue;  // no gradient flows through masked blocks
+  for (int hq = 0; hq < hv.n(); ++hq) {
+    if (!hv.ring.q_used(hq)) continue;  // no gradient flows through masked blocks
     pack(hv.at(call.reads[0], qt, x.qkv_cols, hq), qt, x.qkv_cols, x, x.al, head_col, q);
     pack(hv.at(call.reads[1], o.reads[1].dtype, x.ctx_cols, hq), o.reads[1].dtype, x.ctx_cols, x, x.al, head_col, out);
     pack(hv.at(call.reads[3], o.reads[3].dtype, x.ctx_cols, hq), o.reads[3].dtype, x.ctx_cols, x, x.al, head_col, dout);
     lse_half(static_cast<const float*>(call.reads[2]), lse, hv, hq, true);
     bool q_have = false;
-    for (int hk = 0; hk < hv.n; ++hk) {
-      const Block blk = hv.block(hq, hk);
+    for (int hk = 0; hk < hv.n(); ++hk) {
+      const Block blk = hv.ring.blk[hq][hk];
       if (blk == Block::masked) continue;
       // The backward of a block uses the merged output and log-sum-exp (FlashAttention-2 Alg. 2).
       kernels::AttentionBwdArgs bw;
@@ -238,7 +228,7 @@ void backward(const OpCall& call, CpuContext& ctx) {
     }
     unpack(hv.at(dqkv, dt, x.qkv_cols, hq), dt, x.qkv_cols, x, x.al, head_col, dq, !own);  // dQ accumulates over ring steps
   }
-  for (int hk = 0; hk < hv.n; ++hk) {
+  for (int hk = 0; hk < hv.n(); ++hk) {
     if (!kv_have[hk]) {
       if (own) throw InternalError("attention_bwd: a KV half of the own block saw no query");
       continue;

@@ -377,15 +377,13 @@ void rope(const OpCall& call, CpuContext& ctx) {
   x.batch = m.micro_batch;
   x.base = k.scale;
   x.dtype = kernels::Dtype::f32;
-  // Positions: this CP rank's chunks of the sequence (CpSplit), each a contiguous row range.
-  const CpSplit split = cp_split(m, ctx.plan.coord.cp);
-  const int64_t pieces = split.cp > 1 ? 2 : 1, piece_rows = T / pieces;
+  // Positions: this CP rank's chunks of the sequence (seq_pieces), each a contiguous row range.
   if (k.aux != m.seq_local() || T != m.seq_local() * m.micro_batch)
     throw InternalError("rope: rows do not match the local sequence");
-  for (int64_t h = 0; h < pieces; ++h) {
-    x.x = x.y = buf + h * piece_rows * w;
-    x.rows = piece_rows;
-    x.position_offset = split.position(h * split.chunk);
+  for (const SeqPiece& p : seq_pieces(m, ctx.plan.coord.cp)) {
+    x.x = x.y = buf + p.row0 * w;
+    x.rows = p.rows;
+    x.position_offset = p.position;
     if (call.op.kind == OpKind::rope_fwd) kernels::rope_fwd_cpu(x);
     else kernels::rope_bwd_cpu(x);
   }

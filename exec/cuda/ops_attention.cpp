@@ -73,24 +73,6 @@ Operands operands(const OpCall& call, const Dims& x, bool own, size_t kv_read) {
   return {q, k, {k.p, k.t, k.ld, x.gl * x.d, x.gl}};
 }
 
-// The (query half, KV half) blocks of this ring step: one causal block without CP (the other
-// three entries masked), else 2 x 2.
-struct Ring {
-  int halves = 1;
-  Block blk[2][2]{};
-  [[nodiscard]] bool visible(int hq, int hk) const { return blk[hq][hk] != Block::masked; }
-  [[nodiscard]] bool q_used(int hq) const { return visible(hq, 0) || visible(hq, 1); }
-  [[nodiscard]] bool kv_used(int hk) const { return visible(0, hk) || visible(1, hk); }
-};
-Ring ring(const CpSplit& sp, const AttentionAttrs& a) {
-  Ring r;
-  r.halves = sp.cp > 1 ? 2 : 1;
-  for (int hq = 0; hq < 2; ++hq)
-    for (int hk = 0; hk < 2; ++hk)
-      r.blk[hq][hk] = hq < r.halves && hk < r.halves ? attention_block(sp, a, hq, hk) : Block::masked;
-  return r;
-}
-
 // Packs half h of `c` into a fresh scratch (`elems` elements of `to`).
 void pack_half(Buf& b, const Cols& c, const Dims& x, int h, int64_t n, int64_t elems, DType to, cudaStream_t s) {
   b.emplace(elems * bytes_of(to), s);
@@ -101,7 +83,7 @@ void forward(const OpCall& call, CudaOpContext& ctx) {
   const AttentionAttrs& a = *call.op.attention();
   const Dims x = attention_dims(ctx.shape, a);
   const CpSplit sp = cp_split(ctx.shape, ctx.plan.coord.cp);
-  const Ring r = ring(sp, a);
+  const RingBlocks r = ring_blocks(sp, a);
   const cudaStream_t s = ctx.stream();
   const int64_t n = sp.chunk, nq = x.b * x.al * n * x.d, nkv = x.b * x.gl * n * x.d, nl = x.b * x.al * n;
   const DType st = call.plan.writes[0].dtype, work = r.halves > 1 ? DType::f32 : st;
@@ -192,7 +174,7 @@ void backward(const OpCall& call, CudaOpContext& ctx) {
     else PARALAB_CU(cudaMemsetAsync(dkv_out, 0, bytes, s));
   }
   const CpSplit sp = cp_split(ctx.shape, ctx.plan.coord.cp);
-  const Ring r = ring(sp, a);
+  const RingBlocks r = ring_blocks(sp, a);
   if (!own && !r.kv_used(0) && !r.kv_used(1)) return;  // no gradient flows through masked blocks
   if (!own && !has_dkv_out) throw InternalError("attention_bwd: a ring step past 0 needs its dkv_ring output");
   const int64_t n = sp.chunk, nq = x.b * x.al * n * x.d, nkv = x.b * x.gl * n * x.d, nl = x.b * x.al * n;

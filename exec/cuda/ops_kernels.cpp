@@ -317,22 +317,12 @@ void dropout(const OpCall& call, CudaOpContext& ctx) {
   }
 }
 
-// This CP rank's sequence as row ranges of a [T, ...] activation whose rows are (position,
-// batch entry): the whole of it without context parallelism, else the rank's two chunks of
-// Megatron-LM's load-balanced split (CpSplit; get_batch_on_this_cp_rank), each contiguous.
-struct SeqPiece {
-  int64_t row0 = 0, rows = 0;  // first row and row count
-  int64_t position = 0;        // global position of row0
-};
-std::vector<SeqPiece> seq_pieces(const OpCall& call, const CudaOpContext& ctx, int64_t T) {
+// This CP rank's chunks of the sequence (exec/plan.hpp seq_pieces), checked against the op's rows.
+std::vector<SeqPiece> rank_pieces(const OpCall& call, const CudaOpContext& ctx, int64_t T) {
   const ModelShape& m = ctx.shape;
-  const CpSplit split = cp_split(m, ctx.plan.coord.cp);
   if (T != m.seq_local() * m.micro_batch)
     throw InternalError("op " + op_label(call.op) + ": rows do not match the local sequence");
-  const int64_t rows = split.chunk * m.micro_batch;
-  std::vector<SeqPiece> out;
-  for (int64_t h = 0; h < (split.cp > 1 ? 2 : 1); ++h) out.push_back({h * rows, rows, split.position(h * split.chunk)});
-  return out;
+  return seq_pieces(m, ctx.plan.coord.cp);
 }
 
 // RoPE on the query heads and key groups (the first (a+g)/t * d columns of every qkv row), in
@@ -354,7 +344,7 @@ void rope(const OpCall& call, CudaOpContext& ctx) {
   x.batch = m.micro_batch;
   x.base = k.scale;
   x.dtype = kernels::Dtype::f32;
-  for (const SeqPiece& p : seq_pieces(call, ctx, T)) {
+  for (const SeqPiece& p : rank_pieces(call, ctx, T)) {
     x.x = x.y = buf.f() + p.row0 * w;
     x.rows = p.rows;
     x.position_offset = p.position;
@@ -370,7 +360,7 @@ void embedding(const OpCall& call, CudaOpContext& ctx) {
   const cudaStream_t s = ctx.stream();
   const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
   const int64_t vstart = tp_index(ctx) * V;
-  const std::vector<SeqPiece> pieces = seq_pieces(call, ctx, T);  // row r is local position r / b
+  const std::vector<SeqPiece> pieces = rank_pieces(call, ctx, T);  // row r is local position r / b
   if (call.op.kind == OpKind::embedding_fwd) {
     expect(call, true, 0, T, "token ids");
     expect(call, true, 1, V * h, "word embedding table");
