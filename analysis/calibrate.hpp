@@ -85,8 +85,8 @@ struct CalibrationResult {
   // the per-call communication time the barrier-synchronized sweep does not see (median of
   // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0;
-  bool have_in_situ_comm = false;
   double comm_in_situ_extra_us = 0;
+  [[nodiscard]] bool have_in_situ_comm() const { return have_comm_fit && !in_situ.comm.empty(); }
 
   Topology base;                         // the topology the fitted values replace
 };

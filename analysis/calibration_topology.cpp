@@ -96,8 +96,7 @@ void fit_all(CalibrationResult& r) {
   r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
   r.sync_skew_us = trimmed_mean(r.in_situ.skew_us, kTrim);
-  r.have_in_situ_comm = r.have_comm_fit && !r.in_situ.comm.empty();
-  if (r.have_in_situ_comm) {
+  if (r.have_in_situ_comm()) {
     std::vector<double> extra;
     extra.reserve(r.in_situ.comm.size());
     for (const CommSample& c : r.in_situ.comm) extra.push_back(c.time_us - r.comm_fit.predict_us(c.pattern, c.group, c.bytes));
@@ -172,7 +171,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
     t.node.intra_link.lat_us = r.comm_fit.step_us;
     t.node.intra_link.efficiency = 1.0;
-    t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm ? r.comm_in_situ_extra_us : 0.0);
+    t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm() ? r.comm_in_situ_extra_us : 0.0);
     t.collectives.step_lat_us = 0.0;
     t.collectives.reduce_gbps = r.comm_fit.reduce_gbps();
   }
@@ -359,7 +358,7 @@ std::string topology_toml(const CalibrationResult& r) {
   line("");
   line("[collectives]");
   if (r.have_comm_fit) {
-    if (r.have_in_situ_comm) {
+    if (r.have_in_situ_comm()) {
       std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per call in situ (median over %zu executed calls beyond the fit)",
                     r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.in_situ.comm.size());
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), buf);

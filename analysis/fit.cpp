@@ -226,8 +226,15 @@ double comm_reduced_bytes(CommPattern p, int64_t group, double bytes) {
   return p == CommPattern::all_reduce || p == CommPattern::reduce_scatter ? (n - 1) / n * bytes : 0.0;
 }
 
+namespace {
+// The fit's features of a call: 1 (L), steps (alpha), wire bytes (1/B), reduced bytes (1/R).
+std::vector<double> comm_features(CommPattern p, int64_t group, double bytes) {
+  return {1.0, comm_steps(p, group), comm_wire_bytes(p, group, bytes), comm_reduced_bytes(p, group, bytes)};
+}
+}  // namespace
+
 double AlphaBetaFit::predict_us(CommPattern p, int64_t group, double bytes) const {
-  return fit.predict({1.0, comm_steps(p, group), comm_wire_bytes(p, group, bytes), comm_reduced_bytes(p, group, bytes)});
+  return fit.predict(comm_features(p, group, bytes));
 }
 
 AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
@@ -235,8 +242,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
   std::vector<double> y, w;
   for (const CommSample& s : samples) {
     if (s.time_us <= 0 || s.weight <= 0) continue;
-    X.push_back({1.0, comm_steps(s.pattern, s.group), comm_wire_bytes(s.pattern, s.group, s.bytes),
-                 comm_reduced_bytes(s.pattern, s.group, s.bytes)});
+    X.push_back(comm_features(s.pattern, s.group, s.bytes));
     y.push_back(s.time_us);
     w.push_back(s.weight);
   }

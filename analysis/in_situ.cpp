@@ -108,11 +108,13 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   for (size_t i = 0; i < aligned.ops.size(); ++i) {
     const OpTiming& t = aligned.ops[i];
     const Op& op = ir.graph_for(t.rank).op(t.op);
-    if (!is_comm(op.kind) || ir.group_of(t.rank, op).size() < 2) continue;
+    if (!is_comm(op.kind)) continue;
+    const auto members = static_cast<int64_t>(ir.group_of(t.rank, op).size());
+    if (members < 2) continue;
     CommSample c;
     if (const auto* col = op.collective()) {
       c.pattern = pattern_of(col->kind);
-      c.group = static_cast<int64_t>(ir.group_of(t.rank, op).size());
+      c.group = members;
       c.bytes = static_cast<double>(col->bytes);
       if (within_stage(col->group)) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
     } else {

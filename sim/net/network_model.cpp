@@ -92,14 +92,16 @@ int64_t nodes_for(const Topology& topo, const Layout& layout) {
   return (layout.world() + layout.devices_per_node() - 1) / layout.devices_per_node();
 }
 
-// Host-side reduction arithmetic of a call (CollectiveSpec::reduce_gbps), in us: every rank
+// What a call pays once before its first phase, in us: the launch latency, and on a host that
+// reduces in software (CollectiveSpec::reduce_gbps) the reduction arithmetic: every rank
 // combines (n-1)/n of the buffer it was given (the reduce-scatter half of a ring all-reduce;
 // recursive halving and trees combine no less), serially with its copies on a CPU host.
-double reduce_us(const CollectiveSpec& c, const CommRequest& req) {
-  if (c.reduce_gbps <= 0 || (req.kind != CollKind::all_reduce && req.kind != CollKind::reduce_scatter)) return 0.0;
+double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
   const double n = static_cast<double>(req.members.size());
-  if (n < 2) return 0.0;
-  return (n - 1) / n * static_cast<double>(std::max<int64_t>(req.bytes, 0)) / (c.reduce_gbps * 1e3);  // 1 GB/s = 1e3 B/us
+  if (c.reduce_gbps <= 0 || n < 2 || (req.kind != CollKind::all_reduce && req.kind != CollKind::reduce_scatter))
+    return c.launch_lat_us;
+  return c.launch_lat_us +
+         (n - 1) / n * static_cast<double>(std::max<int64_t>(req.bytes, 0)) / (c.reduce_gbps * 1e3);  // 1 GB/s = 1e3 B/us
 }
 
 std::vector<double> capacities(const TopologyGraph& g) {
@@ -343,8 +345,7 @@ uint64_t NetworkModel::start(const CommRequest& req, double now_us) {
   // The call's launch latency and reduction arithmetic, then phase 0's latency, before the
   // first flows start.
   const double lat0 = pat.phases.empty() ? 0.0 : pat.phases[0].latency_us;
-  m.timers.push(Timer{m.now + m.topo.collectives.launch_lat_us + reduce_us(m.topo.collectives, req) + lat0,
-                      m.timer_seq++, slot});
+  m.timers.push(Timer{m.now + call_overhead_us(m.topo.collectives, req) + lat0, m.timer_seq++, slot});
   return a.handle;
 }
 
@@ -395,8 +396,7 @@ std::string_view NetworkModel::algorithm(const CommRequest& req) {
 double NetworkModel::isolated_time_us(const CommRequest& req) {
   Shape& s = impl_->shape_of(req);
   const Pattern& p = impl_->pattern(s, impl_->choose(s, req));
-  return impl_->topo.collectives.launch_lat_us + reduce_us(impl_->topo.collectives, req) +
-         p.isolated_us(static_cast<double>(req.bytes));
+  return call_overhead_us(impl_->topo.collectives, req) + p.isolated_us(static_cast<double>(req.bytes));
 }
 
 }  // namespace paralab::sim

@@ -161,7 +161,7 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CHECK(r.dispatch_us == Approx(4.0));
   CHECK(r.stream_handoff_us == Approx(9.0));
   CHECK(r.sync_skew_us == Approx(5.0));
-  REQUIRE(r.have_in_situ_comm);
+  REQUIRE(r.have_in_situ_comm());
   test::TempFile topo(topology_toml(r), "calibrated-in-situ.toml");
   const Topology t = load_topology(topo.path());
   CHECK(t.device.dispatch_us == Approx(4.0));
