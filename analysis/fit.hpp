@@ -94,7 +94,8 @@ struct CommSample {
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it
-// combines (all-reduce, reduce-scatter: (n-1)/n of them; sim/net's CollectiveSpec::reduce_gbps).
+// combines (all-reduce, reduce-scatter: (n-1)/n of them, the reduce-scatter half of the ring,
+// Patarasuk & Yuan, JPDC 69(2), 2009; sim/net's CollectiveSpec::reduce_gbps).
 double comm_steps(CommPattern p, int64_t group);
 double comm_wire_bytes(CommPattern p, int64_t group, double bytes);
 double comm_reduced_bytes(CommPattern p, int64_t group, double bytes);

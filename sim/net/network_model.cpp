@@ -94,8 +94,9 @@ int64_t nodes_for(const Topology& topo, const Layout& layout) {
 
 // What a call pays once before its first phase, in us: the launch latency, and on a host that
 // reduces in software (CollectiveSpec::reduce_gbps) the reduction arithmetic: every rank
-// combines (n-1)/n of the buffer it was given (the reduce-scatter half of a ring all-reduce;
-// recursive halving and trees combine no less), serially with its copies on a CPU host.
+// combines (n-1)/n of the buffer it was given (the reduce-scatter half of a ring all-reduce,
+// Patarasuk & Yuan, JPDC 69(2), 2009; recursive halving and trees combine no less), serially
+// with its copies on a CPU host.
 double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
   const double n = static_cast<double>(req.members.size());
   if (c.reduce_gbps <= 0 || n < 2 || (req.kind != CollKind::all_reduce && req.kind != CollKind::reduce_scatter))
