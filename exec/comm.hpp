@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/dtype.hpp"
+#include "exec/clock_sync.hpp"
 #include "ir/step_graph.hpp"
 
 namespace paralab::exec {
@@ -77,6 +79,12 @@ class Transport {
                                            std::string label) = 0;
   // Collective: values[i] = op over ranks (int64).
   virtual void all_reduce(int64_t* values, int n, ReduceOp op) = 0;
+  // Collective: this rank's clock `now_us` minus rank 0's at the same instant (µs), so that a
+  // time t read here is t - offset on rank 0's clock. Each rank's step clock starts when it
+  // leaves a barrier, but on a loaded host a rank may be descheduled for milliseconds between
+  // the barrier and reading its clock, so op times of different ranks are only comparable
+  // after this correction (exec/clock_sync.hpp; docs/executor.md, "One clock for all ranks").
+  virtual ClockOffset clock_offset(const std::function<double()>& now_us) = 0;
   // Collective: rank 0 receives every rank's blob (index = rank); others get an empty vector.
   virtual std::vector<std::string> gather_to_root(const std::string& blob) = 0;
   // Ends every other rank of the job now with `code` (after the caller printed why); MPI_Abort

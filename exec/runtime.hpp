@@ -72,6 +72,9 @@ struct StepRun {
   int64_t loss_tokens = 0;
   int64_t ops_run = 0;
   double wall_s = 0;        // from the time origin to the last stream's end
+  // This rank's clock against rank 0's (µs); `ops` and the memory peak's time are already on
+  // rank 0's clock (exec/clock_sync.hpp).
+  ClockOffset clock;
 };
 
 class Runtime {

@@ -249,6 +249,38 @@ class MpiTransport final : public Transport {
                                     MPI_COMM_WORLD));
   }
 
+  // Rank 0 plays kClockSyncRounds ping-pongs with each other rank in turn (the others wait in
+  // a blocking receive) and sends each its Cristian estimate (exec/clock_sync.hpp).
+  ClockOffset clock_offset(const std::function<double()>& now_us) override {
+    constexpr int kTag = 31001;  // MPI_COMM_WORLD carries only control messages
+    double mine[2] = {0, 0};
+    if (rank_ == 0) {
+      std::vector<double> all(2 * static_cast<size_t>(size_), 0.0);
+      std::vector<ClockSample> samples(kClockSyncRounds);
+      for (int peer = 1; peer < size_; ++peer) {
+        for (ClockSample& s : samples) {
+          s.sent_us = now_us();
+          PARALAB_MPI_CHECK(MPI_Send(&s.sent_us, 1, MPI_DOUBLE, peer, kTag, MPI_COMM_WORLD));
+          PARALAB_MPI_CHECK(MPI_Recv(&s.peer_us, 1, MPI_DOUBLE, peer, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+          s.back_us = now_us();
+        }
+        const ClockOffset o = cristian_offset(samples);
+        all[2 * static_cast<size_t>(peer)] = o.offset_us;
+        all[2 * static_cast<size_t>(peer) + 1] = o.error_us;
+      }
+      PARALAB_MPI_CHECK(MPI_Scatter(all.data(), 2, MPI_DOUBLE, mine, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    } else {
+      for (int k = 0; k < kClockSyncRounds; ++k) {
+        double ping = 0;
+        PARALAB_MPI_CHECK(MPI_Recv(&ping, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        const double t = now_us();
+        PARALAB_MPI_CHECK(MPI_Send(&t, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD));
+      }
+      PARALAB_MPI_CHECK(MPI_Scatter(nullptr, 2, MPI_DOUBLE, mine, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    }
+    return ClockOffset{mine[0], mine[1]};
+  }
+
   std::vector<std::string> gather_to_root(const std::string& blob) override {
     const int len = to_int_count(static_cast<int64_t>(blob.size()), "gather");
     std::vector<int> lens(rank_ == 0 ? static_cast<size_t>(size_) : 0);

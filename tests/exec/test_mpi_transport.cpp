@@ -4,6 +4,8 @@
 // rank 0, and the executor's own collective self-check on every communicator of a layout.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "exec/backends.hpp"
@@ -159,4 +161,21 @@ TEST_CASE("the executor's self-check passes on every communicator of TP2 x DP2 a
     CHECK(rep.failed() == 0);
     CHECK(rep.total() > 10);  // every communicator of the rank, every kind
   }
+}
+
+TEST_CASE("clock offsets: ranks whose clocks differ by known amounts are put on rank 0's clock", "[mpi]") {
+  // Every rank reads the host's one steady clock, shifted by a planted offset; the estimate
+  // must find the planted offset against rank 0 within the bound it reports.
+  const int r = world().rank();
+  const double planted_us = 1000.0 * r + (r % 2 ? -123.25 : 57.5);
+  const double rank0_us = 57.5;
+  const auto now = [&] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count() +
+           planted_us;
+  };
+  const ClockOffset o = world().clock_offset(now);
+  CAPTURE(r, o.offset_us, o.error_us);
+  CHECK(o.error_us >= 0);
+  CHECK(std::abs(o.offset_us - (planted_us - rank0_us)) <= o.error_us + 1.0);
+  if (r == 0) CHECK(o.offset_us == 0);
 }
