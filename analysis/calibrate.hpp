@@ -84,7 +84,7 @@ struct CalibrationResult {
   // Fitted from in_situ (0 and false: not measured): the executor's gaps (trimmed means) and
   // the per-call communication time the barrier-synchronized sweep does not see (median of
   // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
-  double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0;
+  double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
   double comm_in_situ_extra_us = 0;
   [[nodiscard]] bool have_in_situ_comm() const { return have_comm_fit && !in_situ.comm.empty(); }
 

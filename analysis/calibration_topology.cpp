@@ -96,6 +96,7 @@ void fit_all(CalibrationResult& r) {
   r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
   r.sync_skew_us = trimmed_mean(r.in_situ.skew_us, kTrim);
+  r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
   if (r.have_in_situ_comm()) {
     std::vector<double> extra;
     extra.reserve(r.in_situ.comm.size());
@@ -178,6 +179,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
   if (!r.in_situ.skew_us.empty()) t.collectives.sync_skew_us = r.sync_skew_us;
+  if (!r.in_situ.ack_us.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
   t.calibration = Calibration{};
   t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
                          r.host.hostname + " (" + r.host.cpu_model + "), " + r.started_utc + ", paralab " + r.paralab_version;
@@ -378,13 +380,14 @@ std::string topology_toml(const CalibrationResult& r) {
   kv("intra_sms", fint(t.collectives.intra_sms), cpu ? "threads a communication op keeps busy on the rank's cores (base topology)" : "from the base topology");
   kv("inter_sms", fint(t.collectives.inter_sms));
   kv("p2p_sms", fint(t.collectives.p2p_sms));
-  if (!r.in_situ.skew_us.empty()) {
-    std::snprintf(buf, sizeof buf, "in situ: mean wait for the last member, %zu collective arrivals (median %.3g us)",
-                  r.in_situ.skew_us.size(), quantile(r.in_situ.skew_us, 0.5));
-    kv("sync_skew_us", fnum(t.collectives.sync_skew_us), buf);
-  } else {
-    kv("sync_skew_us", fnum(t.collectives.sync_skew_us), "from the base topology");
-  }
+  // A mean taken in situ (fit_all), or the base topology's value when no execution gave samples.
+  const auto in_situ_mean = [&](const char* key, double value, const std::vector<double>& samples, const char* what) {
+    if (samples.empty()) return kv(key, fnum(value), "from the base topology");
+    std::snprintf(buf, sizeof buf, "in situ: mean %s, %zu samples (median %.3g us)", what, samples.size(), quantile(samples, 0.5));
+    kv(key, fnum(value), buf);
+  };
+  in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, r.in_situ.skew_us, "wait for a collective's last member");
+  in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
   line("");
 
   // How well the fits describe the points (for people reading the file).

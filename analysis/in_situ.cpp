@@ -105,6 +105,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   // 3. Communication from the last participant's arrival.
   StepResult aligned = measured;
   align_comm_starts(aligned, ir);
+  const std::vector<size_t> partner = transfer_partners(aligned, ir);
   for (size_t i = 0; i < aligned.ops.size(); ++i) {
     const OpTiming& t = aligned.ops[i];
     const Op& op = ir.graph_for(t.rank).op(t.op);
@@ -117,6 +118,10 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       c.group = members;
       c.bytes = static_cast<double>(col->bytes);
       if (within_stage(col->group)) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
+    } else if (op.kind == OpKind::send) {
+      // Its end is the acknowledgement's arrival; the transfer itself is timed by its receive.
+      if (partner[i] != SIZE_MAX) out.ack_us.push_back(std::max(0.0, t.end_us - aligned.ops[partner[i]].end_us));
+      continue;
     } else {
       c.pattern = CommPattern::send_recv;  // a transfer moves its bytes between two ranks
       c.group = 2;

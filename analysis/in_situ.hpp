@@ -16,6 +16,9 @@
 //   - communication: each call timed from its last participant's arrival (align_comm_starts),
 //     with its pattern, group and bytes, to set the per-call overhead the alpha-beta fit of the
 //     barrier-synchronized sweep does not see (a peer's poller asleep, threads sharing cores);
+//     a transfer by its receive, since its send ends only when the sender sees the receiver's
+//     acknowledgement:
+//   - acknowledgement: per transfer, its send's end minus its receive's end (0 if earlier);
 //   - arrival skew: per member of a collective within a stage (tp, cp, dp), how long after its
 //     own arrival the last member arrived (the wait the simulator's identical ranks do not
 //     have; stages reaching a collective at different times is the pipeline, simulated);
@@ -40,6 +43,7 @@ struct InSituSamples {
   std::vector<double> handoff_us;  // cross-stream gaps
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
   std::vector<double> skew_us;     // per member of a collective: last member's arrival - its own
+  std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)
   std::map<OpKey, OpSamples> compute;
 };
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "analysis/calibrate.hpp"
@@ -21,14 +22,30 @@ namespace paralab::calib {
 
 // ---- Communication timed as the simulator times it -----------------------------------------------
 
+std::vector<size_t> transfer_partners(const StepResult& M, const StepIR& ir) {
+  std::map<std::tuple<int64_t, uint32_t, bool>, size_t> end;  // (rank, tag, is_send) -> op index
+  for (size_t i = 0; i < M.ops.size(); ++i) {
+    const Op& op = ir.graph_for(M.ops[i].rank).op(M.ops[i].op);
+    if (op.kind == OpKind::send || op.kind == OpKind::recv) end[{M.ops[i].rank, op.p2p()->tag, op.kind == OpKind::send}] = i;
+  }
+  std::vector<size_t> partner(M.ops.size(), SIZE_MAX);
+  for (const auto& [key, i] : end) {
+    const auto& [rank, tag, send] = key;
+    const int64_t peer = ir.peer_of(rank, ir.graph_for(rank).op(M.ops[i].op), send);
+    auto it = end.find({peer, tag, !send});
+    if (peer >= 0 && it != end.end()) partner[i] = it->second;
+  }
+  return partner;
+}
+
 int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
+  const std::vector<size_t> partner = transfer_partners(M, ir);
   std::map<std::pair<int64_t, OpId>, size_t> at;
   for (size_t i = 0; i < M.ops.size(); ++i) at[{M.ops[i].rank, M.ops[i].op}] = i;
   std::map<int64_t, bool> ranks;
   for (const OpTiming& t : M.ops) ranks[t.rank] = true;
-  // Per rank: cross-stage collectives by (tag, occurrence); transfers by (tag, is_send).
+  // Per rank: cross-stage collectives by (tag, occurrence).
   std::map<int64_t, std::map<std::pair<uint32_t, int>, OpId>> cross;
-  std::map<int64_t, std::map<std::pair<uint32_t, bool>, OpId>> p2p;
   std::map<std::pair<int64_t, OpId>, std::pair<uint32_t, int>> cross_key;
   for (const auto& [rank, unused] : ranks) {
     const StepGraph& g = ir.graph_for(rank);
@@ -39,9 +56,6 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
         const std::pair<uint32_t, int> key{c->tag, seen[c->tag]++};
         cross[rank][key] = op.id;
         cross_key[{rank, op.id}] = key;
-      } else if (const auto* p = op.p2p()) {
-        if (op.kind == OpKind::send) p2p[rank][{p->tag, true}] = op.id;
-        else if (op.kind == OpKind::recv) p2p[rank][{p->tag, false}] = op.id;
       }
     }
   }
@@ -68,18 +82,10 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
           if (o != r->second.end()) start_of(m, o->second, s);
         }
       }
-    } else if (const auto* p = op.p2p()) {
-      if (op.kind == OpKind::sendrecv) {
-        for (int64_t m : ir.group_of(t.rank, op)) start_of(m, t.op, s);  // a ring shift: symmetric in the stage
-      } else {
-        const bool send = op.kind == OpKind::send;
-        const int64_t peer = ir.peer_of(t.rank, op, send);
-        auto r = p2p.find(peer);
-        if (peer >= 0 && r != p2p.end()) {
-          auto o = r->second.find({p->tag, !send});
-          if (o != r->second.end()) start_of(peer, o->second, s);
-        }
-      }
+    } else if (op.kind == OpKind::sendrecv) {
+      for (int64_t m : ir.group_of(t.rank, op)) start_of(m, t.op, s);  // a ring shift: symmetric in the stage
+    } else if (partner[i] != SIZE_MAX) {
+      s = std::max(s, M.ops[partner[i]].start_us);
     }
     start[i] = std::min(s, t.end_us);
     if (start[i] != t.start_us) ++moved;
@@ -87,6 +93,37 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
   for (size_t i = 0; i < M.ops.size(); ++i) M.ops[i].start_us = start[i];
   return moved;
 }
+
+// ---- Run-to-run noise ----------------------------------------------------------------------------
+
+namespace {
+
+// Mean over ordered pairs of runs (a, b) of the MAPE of run a's op durations against run b's,
+// scored like compare() (ops of at least kMinScoredUs in either run). `durations` holds each
+// op's durations in run order (one per run).
+double run_to_run_mape_pct(const std::map<std::pair<int64_t, OpId>, std::vector<double>>& durations, int runs) {
+  double sum = 0;
+  int64_t pairs = 0;
+  for (int a = 0; a < runs; ++a)
+    for (int b = 0; b < runs; ++b) {
+      if (a == b) continue;
+      double ape = 0;
+      int64_t n = 0;
+      for (const auto& [key, d] : durations) {
+        if (d.size() != static_cast<size_t>(runs)) continue;
+        const double x = d[static_cast<size_t>(a)], y = d[static_cast<size_t>(b)];
+        if (std::max(x, y) < kMinScoredUs || y <= 0) continue;
+        ape += std::abs(x - y) / y;
+        ++n;
+      }
+      if (n == 0) continue;
+      sum += 100.0 * ape / static_cast<double>(n);
+      ++pairs;
+    }
+  return pairs ? sum / static_cast<double>(pairs) : 0.0;
+}
+
+}  // namespace
 
 // ---- Cache ------------------------------------------------------------------------------------------
 
@@ -238,6 +275,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   v.execute_s = since(te);
   std::sort(runs.begin(), runs.end());
   const int chosen = runs[(runs.size() - 1) / 2].second;
+  if (runs.size() > 1 && runs[(runs.size() - 1) / 2].first > 0)
+    v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / runs[(runs.size() - 1) / 2].first;
   v.measured_summary = summaries[static_cast<size_t>(chosen)];
   v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
 
@@ -253,6 +292,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         if (run != chosen) align_comm_starts(r.result, ir);
         for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
       }
+      v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
       for (OpTiming& t : v.measured.result.ops) {
         auto& d = durations[{t.rank, t.op}];
         std::sort(d.begin(), d.end());
@@ -275,7 +315,9 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   j["comparison"] = to_json(v.comparison);
   j["calibration"] = {{"file", v.calibration.string()}, {"made_now", v.calibration_made}, {"wall_s", v.calibrate_s}};
   j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
-                  {"comm_ops_aligned", v.comm_ops_aligned}};
+                  {"comm_ops_aligned", v.comm_ops_aligned},
+                  {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
+                  {"run_to_run_step_spread_pct", v.run_to_run_step_spread_pct}};
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
   return j;
@@ -283,7 +325,7 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
 
 std::string validate_table(const ValidateOutcome& v) {
   std::string out;
-  char buf[512];
+  char buf[4096];  // the calibration path and the launch command can be long
   const Comparison& c = v.comparison;
   std::snprintf(buf, sizeof buf,
                 "validate    %s\ncalibration %s%s\nexecuted    %s\n\nstep time   predicted %.4g s, measured %.4g s: error %+.1f%%\n"
@@ -295,8 +337,10 @@ std::string validate_table(const ValidateOutcome& v) {
     std::vector<double> st = v.run_step_times_s;
     std::sort(st.begin(), st.end());
     std::snprintf(buf, sizeof buf,
-                  "runs        %zu executions, step time %.4g .. %.4g s (median compared; each op at its median over the runs)\n\n",
-                  st.size(), st.front(), st.back());
+                  "runs        %zu executions, step time %.4g .. %.4g s (median compared; each op at its median over the runs)\n"
+                  "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
+                  "            (max - min over the median): the floor under any prediction's error here\n\n",
+                  st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
   out += to_table(c);

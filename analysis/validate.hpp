@@ -32,6 +32,11 @@ namespace paralab::calib {
 // first op start to the last op end as measured).
 int64_t align_comm_starts(StepResult& measured, const StepIR& ir);
 
+// For each op of `measured`: the index of the other end of its transfer (the peer's receive of
+// a send, the peer's send of a receive, matched by pipeline tag), SIZE_MAX for other ops and
+// for ends whose peer the result lacks.
+std::vector<size_t> transfer_partners(const StepResult& measured, const StepIR& ir);
+
 // Where calibrations are cached: $PARALAB_CACHE_DIR, else $XDG_CACHE_HOME/paralab, else
 // ~/.cache/paralab, else <tmp>/paralab-cache-<uid>; calibrations under calibration/<host>/.
 std::filesystem::path cache_dir();
@@ -67,6 +72,12 @@ struct ValidateOutcome {
   Comparison comparison;
   std::vector<double> run_step_times_s;
   int runs = 1;
+  // How much executions of the same step differ (runs > 1; else 0): the mean over ordered
+  // pairs of runs of one run's per-op MAPE against the other (communication aligned, the
+  // scoring rule of compare), and (max - min) / median of the runs' step times. A model's
+  // error against one run cannot be expected below what two runs differ by.
+  double run_to_run_op_mape_pct = 0;
+  double run_to_run_step_spread_pct = 0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
 };

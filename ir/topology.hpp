@@ -98,6 +98,16 @@ struct CollectiveSpec {
   // ranks of a stage are identical, so it adds this wait before every collective over more
   // than one rank. Measured by `paralab calibrate` in a real execution; 0 = not modeled.
   double sync_skew_us = 0;
+  // Time from a transfer's arrival at its receiver to its sender seeing it complete (us). A
+  // rendezvous send (Open MPI above its eager limit, 4 KiB in shared memory) completes only when
+  // the sender's progress engine sees the receiver's acknowledgement; on a CPU host the
+  // sender's poller has usually gone to sleep or its thread waits for a core, while the
+  // receiver, polling since it posted, sees the data at once (4 ranks on 2 cores: receives
+  // ended a median 0.06-0.17 ms after their last side arrived, sends 0.6-0.9 ms after their
+  // receives). The simulator ends a send this long after its receive; the send stream's next
+  // transfer waits for it. Measured by `paralab calibrate` in a real execution; 0 = both ends
+  // together (NCCL's send and receive kernels finish with the last chunk).
+  double p2p_ack_us = 0;
   // Throughput of the reduction arithmetic of all-reduce and reduce-scatter, in GB/s of
   // received input combined per rank: on a CPU host the communication thread that copies also
   // adds, one after the other (Open MPI's MPI_Op on the host: measured 2-rank reduce-scatters of

@@ -101,6 +101,7 @@ const Schema<Topology>& topology_schema() {
         .integer("collectives.inter_sms", AT(collectives.inter_sms), 0, 100000)
         .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000)
         .real("collectives.sync_skew_us", AT(collectives.sync_skew_us), 0, 1e6)
+        .real("collectives.p2p_ack_us", AT(collectives.p2p_ack_us), 0, 1e6)
         .real("collectives.reduce_gbps", AT(collectives.reduce_gbps), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
     return x;

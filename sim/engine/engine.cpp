@@ -488,7 +488,17 @@ void Engine::on_call_done(uint64_t handle) {
   handle_join_[handle] = kNone;
   if (--joins_[j].remaining > 0) return;
   const Join jn = joins_[j];
-  for (uint32_t i = 0; i < jn.count; ++i) finish(parts_[jn.first + i].first, parts_[jn.first + i].second);
+  for (uint32_t i = 0; i < jn.count; ++i) {
+    const auto [ps, pop] = parts_[jn.first + i];
+    // A send ends when its sender sees the receiver's acknowledgement (CollectiveSpec::
+    // p2p_ack_us); its thread is idle meanwhile, so it stops sharing the rank's cores now.
+    if (coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send) {
+      if (slow_ && stages_[ps].holds[pop]) release_sms(ps, pop);
+      schedule(ps, pop, now_ + coll_.p2p_ack_us);
+    } else {
+      finish(ps, pop);
+    }
+  }
 }
 
 // --- Compute beside communication --------------------------------------------------------

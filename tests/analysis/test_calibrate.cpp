@@ -170,6 +170,55 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
 }
 
+// CollectiveSpec::p2p_ack_us: the simulator ends every send exactly that long after its
+// receive (and together without it); a step simulated so reads back, in situ, as that
+// acknowledgement delay, which lands in the calibrated topology; sends are then no samples of
+// the per-call communication time (their end is the acknowledgement's).
+TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay back", "[analysis][calibrate]") {
+  for (double ack : {0.0, 250.0}) {
+    Scenario s = test::scenario_from(cpu_scenario("cpu-host", 1, 2));
+    s.topology.collectives.p2p_ack_us = ack;
+    s.topology.collectives.sync_skew_us = 0.0;
+    const StepIR ir = build_step_ir(s);
+    const sim::Simulation sim = sim::simulate(ir);
+    const std::vector<size_t> partner = transfer_partners(sim.result, ir);
+    int64_t sends = 0, recvs = 0;
+    for (size_t i = 0; i < sim.result.ops.size(); ++i) {
+      const OpTiming& t = sim.result.ops[i];
+      const OpKind k = ir.graph_for(t.rank).op(t.op).kind;
+      if (k == OpKind::recv) ++recvs;
+      if (k != OpKind::send) continue;
+      ++sends;
+      REQUIRE(partner[i] != SIZE_MAX);
+      CHECK(partner[partner[i]] == i);
+      CHECK(t.end_us - sim.result.ops[partner[i]].end_us == Approx(ack).margin(1e-6));
+    }
+    CHECK(sends == 8);  // 4 micro-batches: stage 0 sends each activation, stage 1 each gradient
+    CHECK(recvs == sends);
+
+    InSituSamples in;
+    collect_in_situ(ir, sim.result, "execution test", in);
+    REQUIRE(in.ack_us.size() == static_cast<size_t>(sends));
+    for (double a : in.ack_us) CHECK(a == Approx(ack).margin(1e-6));
+    // One communication sample per receive and per collective over more than one rank.
+    size_t calls = 0;
+    for (const OpTiming& t : sim.result.ops) {
+      const Op& op = ir.graph_for(t.rank).op(t.op);
+      if (op.kind == OpKind::recv || (op.kind == OpKind::collective && ir.group_of(t.rank, op).size() > 1 && op.collective()->bytes > 0))
+        ++calls;
+    }
+    CHECK(in.comm.size() == calls);
+    if (ack == 0.0) continue;
+
+    CalibrationResult r = synthetic_result(build_step_ir(test::scenario_from(cpu_scenario("cpu-host"))));
+    r.in_situ = in;
+    fit_all(r);
+    CHECK(r.p2p_ack_us == Approx(ack));
+    test::TempFile topo(topology_toml(r), "calibrated-ack.toml");
+    CHECK(load_topology(topo.path()).collectives.p2p_ack_us == Approx(ack));
+  }
+}
+
 TEST_CASE("measured communication is timed from when its last participant arrived", "[analysis][validate]") {
   // TP 2 x PP 2: tensor-parallel collectives within a stage, pipeline transfers between stages.
   const StepIR ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host", 2, 2)));

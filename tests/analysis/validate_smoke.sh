@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # paralab tests — `paralab validate` end to end: a quick calibration into a fresh cache,
 # simulate, execute (validate launches mpirun itself), compare; the JSON has DESIGN.md's
-# fields and the report is written; a second run takes the calibration from the cache.
+# fields and the report is written; a second run (two executions) takes the calibration from
+# the cache and reports how much its executions differ.
 #   validate_smoke.sh PARALAB SCENARIO WORKDIR
 set -euo pipefail
 paralab=$1
@@ -23,8 +24,12 @@ test -s "$work/report.html" || { echo "no report"; exit 1; }
 test -s "$work/traces/predicted.json" && test -s "$work/traces/measured-0.json" || { echo "no traces kept"; exit 1; }
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 
-"$paralab" validate "$scenario" --backend cpu --steps 1 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
+"$paralab" validate "$scenario" --backend cpu --steps 1 --runs 2 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
+# Two executions: how much they differ is reported, and two real runs never agree on every op.
+noise=$(sed -n 's/^noise       the executions differ from each other by \([0-9.]*\)% per op.*/\1/p' "$work/out2.txt")
+[ -n "$noise" ] || { echo "no run-to-run noise line"; cat "$work/out2.txt"; exit 1; }
+awk -v x="$noise" 'BEGIN { exit !(x > 0) }' || { echo "run-to-run op MAPE is $noise%, expected > 0"; cat "$work/out2.txt"; exit 1; }
 echo "validate smoke: ok"
