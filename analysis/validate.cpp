@@ -339,7 +339,7 @@ std::string validate_table(const ValidateOutcome& v) {
     std::snprintf(buf, sizeof buf,
                   "runs        %zu executions, step time %.4g .. %.4g s (median compared; each op at its median over the runs)\n"
                   "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
-                  "            (max - min over the median): the floor under any prediction's error here\n\n",
+                  "            (max - min over the median); a single execution is that noisy a reference\n\n",
                   st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }

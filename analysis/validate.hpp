@@ -74,8 +74,8 @@ struct ValidateOutcome {
   int runs = 1;
   // How much executions of the same step differ (runs > 1; else 0): the mean over ordered
   // pairs of runs of one run's per-op MAPE against the other (communication aligned, the
-  // scoring rule of compare), and (max - min) / median of the runs' step times. A model's
-  // error against one run cannot be expected below what two runs differ by.
+  // scoring rule of compare), and (max - min) / median of the runs' step times: how noisy a
+  // reference one execution is (the comparison takes each op's median over the runs).
   double run_to_run_op_mape_pct = 0;
   double run_to_run_step_spread_pct = 0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
