@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/validate/validate_cpu.sh — the CPU backend's accuracy on this machine (issue 7's goal:
+# step time within 10 %, per-op MAPE within 15 %): `paralab validate --runs K` of quickstart
+# and every scenarios/cpu-*.toml, each with a fresh calibration, and with --pairs two
+# back-to-back executions of each compared with each other (`paralab compare A B`: how much
+# the machine alone moves a step). Prints markdown rows for bench/results/validate_cpu.md.
+# Run it on an otherwise idle machine; it takes about 5 minutes (10 with --pairs) on 2 cores.
+#
+#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--out DIR] [SCENARIO...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build runs=3 pairs=0 out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
+scenarios=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --pairs) pairs=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -*) echo "validate_cpu.sh: unknown option $1" >&2; exit 2 ;;
+    *) scenarios+=("$1"); shift ;;
+  esac
+done
+paralab=$build/apps/paralab
+[ -x "$paralab" ] || { echo "validate_cpu.sh: no $paralab (build first: bash scripts/setup.sh)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "validate_cpu.sh: needs python3 to read the JSON results" >&2; exit 2; }
+if [ ${#scenarios[@]} -eq 0 ]; then
+  scenarios=(quickstart)
+  for f in "$root"/scenarios/cpu-*.toml; do scenarios+=("$(basename "$f" .toml)"); done
+fi
+mkdir -p "$out"
+export PARALAB_CACHE_DIR=$out/cache  # fresh calibrations
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "results in $out; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | step spread |"
+echo "|---|---|---|---|---|---|---|"
+for s in "${scenarios[@]}"; do
+  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu --runs "$runs" --json >"$out/$s.json" 2>"$out/$s.err" || {
+    echo "| $s | failed: see $out/$s.err | | | | | |"; continue; }
+  python3 - "$out/$s.json" "$s" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); e = d["execute"]
+print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %.1f %% | %.1f %% |" % (
+    sys.argv[2], d["predicted"]["step_time_s"], d["measured"]["step_time_s"], d["step_time_error_pct"],
+    d["op_mape_pct"], e["run_to_run_op_mape_pct"], e["run_to_run_step_spread_pct"]))
+PY
+done
+[ $pairs -eq 1 ] || exit 0
+
+# Two executions compared with each other (raw intervals: communication not aligned).
+echo
+echo "| scenario | run A s | run B s | step difference | op MAPE | compute ops | communication ops |"
+echo "|---|---|---|---|---|---|---|"
+for s in "${scenarios[@]}"; do
+  n=$("$paralab" inspect "$root/scenarios/$s.toml" --json 2>/dev/null |
+      python3 -c "import json,sys; d=json.load(sys.stdin); print(d['world_size'])" 2>/dev/null || echo 1)
+  for k in a b; do
+    if [ "$n" -gt 1 ]; then
+      mpirun -np "$n" --oversubscribe "$paralab" execute "$root/scenarios/$s.toml" --steps 2 --trace "$out/$s.$k.json" >/dev/null 2>&1
+    else
+      "$paralab" execute "$root/scenarios/$s.toml" --steps 2 --trace "$out/$s.$k.json" >/dev/null 2>&1
+    fi
+  done
+  "$paralab" compare "$out/$s.a.json" "$out/$s.b.json" --json >"$out/$s.pair.json"
+  python3 - "$out/$s.pair.json" "$s" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+comm = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "send", "recv", "sendrecv")
+def mape(is_comm):
+    n = sum(c["ops"] for c in d["by_class"] if (c["class"].split()[0] in comm) == is_comm)
+    w = sum(c["ops"] * c["mape_pct"] for c in d["by_class"] if (c["class"].split()[0] in comm) == is_comm)
+    return w / n if n else 0.0
+print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %.1f %% | %.1f %% |" % (
+    sys.argv[2], d["predicted_step_time_s"], d["measured_step_time_s"], d["step_time_error_pct"], d["op_mape_pct"],
+    mape(False), mape(True)))
+PY
+done
