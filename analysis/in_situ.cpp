@@ -104,8 +104,8 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
 
   // 3. Communication from the last participant's arrival.
   StepResult aligned = measured;
-  align_comm_starts(aligned, ir);
-  const std::vector<size_t> partner = transfer_partners(aligned, ir);
+  const std::vector<size_t> partner = transfer_partners(measured, ir);
+  align_comm_starts(aligned, ir, partner);
   for (size_t i = 0; i < aligned.ops.size(); ++i) {
     const OpTiming& t = aligned.ops[i];
     const Op& op = ir.graph_for(t.rank).op(t.op);

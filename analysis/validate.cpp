@@ -38,8 +38,9 @@ std::vector<size_t> transfer_partners(const StepResult& M, const StepIR& ir) {
   return partner;
 }
 
-int64_t align_comm_starts(StepResult& M, const StepIR& ir) {
-  const std::vector<size_t> partner = transfer_partners(M, ir);
+int64_t align_comm_starts(StepResult& M, const StepIR& ir) { return align_comm_starts(M, ir, transfer_partners(M, ir)); }
+
+int64_t align_comm_starts(StepResult& M, const StepIR& ir, const std::vector<size_t>& partner) {
   std::map<std::pair<int64_t, OpId>, size_t> at;
   for (size_t i = 0; i < M.ops.size(); ++i) at[{M.ops[i].rank, M.ops[i].op}] = i;
   std::map<int64_t, bool> ranks;
@@ -274,9 +275,9 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   }
   v.execute_s = since(te);
   std::sort(runs.begin(), runs.end());
-  const int chosen = runs[(runs.size() - 1) / 2].second;
-  if (runs.size() > 1 && runs[(runs.size() - 1) / 2].first > 0)
-    v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / runs[(runs.size() - 1) / 2].first;
+  const auto [median_step, chosen] = runs[(runs.size() - 1) / 2];
+  if (runs.size() > 1 && median_step > 0)
+    v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / median_step;
   v.measured_summary = summaries[static_cast<size_t>(chosen)];
   v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
 

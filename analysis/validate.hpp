@@ -34,8 +34,11 @@ int64_t align_comm_starts(StepResult& measured, const StepIR& ir);
 
 // For each op of `measured`: the index of the other end of its transfer (the peer's receive of
 // a send, the peer's send of a receive, matched by pipeline tag), SIZE_MAX for other ops and
-// for ends whose peer the result lacks.
+// for ends whose peer the result lacks. It depends on which ops ran, not on their times.
 std::vector<size_t> transfer_partners(const StepResult& measured, const StepIR& ir);
+
+// align_comm_starts with the transfer partners already found (for callers that also use them).
+int64_t align_comm_starts(StepResult& measured, const StepIR& ir, const std::vector<size_t>& partners);
 
 // Where calibrations are cached: $PARALAB_CACHE_DIR, else $XDG_CACHE_HOME/paralab, else
 // ~/.cache/paralab, else <tmp>/paralab-cache-<uid>; calibrations under calibration/<host>/.
