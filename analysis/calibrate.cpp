@@ -253,6 +253,11 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   res.reps = opts.reps;
   res.started_utc = utc_now();
   res.host = host_info();
+  // With more ranks than cores every rank's threads share the host's cores: an op's wall time
+  // is then how long the others held its core as much as its own work, which the simulator
+  // models itself (sim/engine/core_share.hpp). Compute ops are replayed and timed by thread CPU
+  // time, the executed scenario's compute times are not used (docs/calibration.md, "Shared cores").
+  res.compute_cpu_time = opts.backend == "cpu" && N > res.host.cores;
 
   // The scenarios measured exactly, and the base topology.
   // A scenario of this job's size is executed for real (5. below) and its compute ops are
@@ -266,7 +271,8 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     const StepIR& ir = irs.back();
     res.scenarios.push_back(s.name);
     if (opts.in_situ && ir.layout.world() == N) in_situ.push_back(&ir);
-    else jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
+    if (res.compute_cpu_time || !(opts.in_situ && ir.layout.world() == N))
+      jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
   std::filesystem::path base_file = opts.base_topology;
   if (base_file.empty()) base_file = irs.empty() ? resolve_topology("cpu-host", ".", SourceLoc{}, "topology") : irs.front().scenario.topology.file;
@@ -336,6 +342,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   constexpr size_t kPerPass = 4;  // instances of a key timed per pass (all of them in small graphs)
   for (const Job& job : jobs) {
     Replayer rp(*job.ir, job.rank, opts.backend);
+    if (res.compute_cpu_time) rp.use_thread_cpu_time();
     const StepGraph& g = rp.graph();
     std::map<OpKey, std::vector<OpId>> inst;
     std::vector<size_t> index(g.ops.size(), 0);
@@ -482,7 +489,9 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   }
   // A key executed in situ takes the execution's times: the step runs it beside its rank's
   // communication threads and the other ranks, as `execute` will.
-  for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
+  // Not with shared cores: those times include the time other ranks held the op's core.
+  if (!res.compute_cpu_time)
+    for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
   res.in_situ.compute.clear();
   for (auto& [k, s] : pooled) res.compute.push_back(std::move(s));
   for (auto& [k, p] : cpool) {

@@ -69,6 +69,9 @@ struct CalibrationResult {
   HostInfo host;
   std::string paralab_version;
 
+  // More ranks than the host's cores (CPU backend): compute ops were timed by thread CPU time
+  // (the simulator shares the node's cores among the ranks itself: NodeSpec::cores).
+  bool compute_cpu_time = false;
   std::vector<OpSamples> compute;        // pooled over ranks; one per key
   std::vector<CommPoint> comm;           // pooled over members
   double copy_gbps = 0;                  // streaming copy bandwidth per rank (median over ranks)

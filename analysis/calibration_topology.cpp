@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analysis/calibrate.hpp"
+#include "exec/comm.hpp"
 #include "ir/enum_names.hpp"
 #include "ir/topology_loader.hpp"
 
@@ -168,6 +169,10 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (r.flash_fwd_efficiency > 0) d.flash_fwd_efficiency = r.flash_fwd_efficiency;
   if (r.flash_bwd_efficiency > 0) d.flash_bwd_efficiency = r.flash_bwd_efficiency;
   t.node.devices_per_node = std::max<int64_t>(t.node.devices_per_node, r.ranks);
+  if (d.kind == DeviceKind::cpu) {
+    t.node.cores = r.host.cores;
+    t.collectives.poll_spin_us = exec::kPollSpinUs;
+  }
   if (r.have_comm_fit) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
     t.node.intra_link.lat_us = r.comm_fit.step_us;
@@ -249,6 +254,9 @@ std::string topology_toml(const CalibrationResult& r) {
     for (const auto& n : r.scenarios) names += (names.empty() ? "" : ", ") + n;
     line("# Every compute op of these scenarios was measured exactly (replayed with the executor's code): " + names + ".");
   }
+  if (r.compute_cpu_time)
+    line("# " + std::to_string(r.ranks) + " ranks > " + std::to_string(h.cores) +
+         " cores: compute ops timed by thread CPU time (the simulator shares node.cores among the ranks' threads).");
   line("# Based on topology '" + r.base.name + "' (" + r.base.file.string() + "); fitted values replace its own.");
   line("# Units: _gbps = GB/s per direction, _us = microseconds, _tflops = 1e12 FLOP/s.");
   kv("name", fstr(t.name));
@@ -341,6 +349,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("pcie_efficiency", fnum(t.node.pcie.efficiency));
   }
   kv("nics_per_node", fint(t.node.nics_per_node), "from the base topology");
+  if (cpu) kv("cores", fint(t.node.cores), "logical CPUs the ranks share (sysconf _SC_NPROCESSORS_ONLN)");
   if (t.node.nics_per_node > 0) {
     kv("nic_bw_gbps", fnum(t.node.nic.bw_gbps));
     kv("nic_lat_us", fnum(t.node.nic.lat_us));
@@ -388,6 +397,7 @@ std::string topology_toml(const CalibrationResult& r) {
   };
   in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, r.in_situ.skew_us, "wait for a collective's last member");
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
+  if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
   line("");
 
   // How well the fits describe the points (for people reading the file).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include "exec/backends.hpp"
 #include "exec/plan.hpp"
@@ -73,9 +74,11 @@ struct Replayer::Impl {
   // buffers (integers read as floats are denormals, which slow every kernel down many times).
   std::vector<char> needs_values;
   exec::NoWatchdog wait;
+  std::string backend_name;
+  bool cpu_time = false;  // use_thread_cpu_time()
 
   Impl(const StepIR& ir_, int64_t rank_, const std::string& name)
-      : ir(ir_), g(ir_.graph_for(rank_)), rank(rank_), plan(exec::plan_rank(ir_, rank_, false)) {
+      : ir(ir_), g(ir_.graph_for(rank_)), rank(rank_), plan(exec::plan_rank(ir_, rank_, false)), backend_name(name) {
     world = exec::make_self_transport();
     backend = exec::make_backend(name, ir, rank);
     backend->setup(plan, *world);
@@ -136,6 +139,22 @@ Replayer::Replayer(const StepIR& ir, int64_t rank, const std::string& backend)
 Replayer::~Replayer() = default;
 const StepGraph& Replayer::graph() const { return impl_->g; }
 
+namespace {
+// The calling thread's CPU time in microseconds (POSIX clock_gettime, CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+}  // namespace
+
+void Replayer::use_thread_cpu_time() {
+  if (impl_->backend_name != "cpu")
+    throw std::invalid_argument("calibrate: ops can be timed by thread CPU time on the cpu backend only, not '" +
+                                impl_->backend_name + "'");
+  impl_->cpu_time = true;
+}
+
 void Replayer::pass(const std::function<bool(const Op&)>& want, std::vector<std::pair<OpId, double>>& out) {
   Impl& I = *impl_;
   exec::Backend& be = *I.backend;
@@ -161,15 +180,17 @@ void Replayer::pass(const std::function<bool(const Op&)>& want, std::vector<std:
       for (const auto& r : o.reads) rp.push_back(I.at(r, op));
       for (const auto& r : o.writes) wp.push_back(I.at(r, op));
       const exec::OpCall call{op, o, rp, wp, I.wait, 1};
+      const double cpu0 = I.cpu_time ? thread_cpu_us() : 0.0;
       be.op_begin(op.stream, op.id);
       be.run(op.stream, call);
       be.op_end(op.stream, op.id);
+      if (I.cpu_time) out.emplace_back(op.id, thread_cpu_us() - cpu0);
       ++ran;
     }
     for (BufferId b : op.frees) I.release(b);
   }
   be.synchronize();
-  if (ran == 0) return;
+  if (ran == 0 || I.cpu_time) return;
   std::vector<OpTiming> t;
   be.timings(I.rank, t);
   for (const OpTiming& x : t) out.emplace_back(x.op, std::max(0.0, x.end_us - x.start_us));

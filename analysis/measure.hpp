@@ -66,6 +66,11 @@ class Replayer {
   // One pass over the graph in program order: every compute op for which `want(op)` is true
   // runs (timed); memory events of every op are applied. Appends (op id, microseconds).
   void pass(const std::function<bool(const Op&)>& want, std::vector<std::pair<OpId, double>>& out);
+  // Time ops by the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of the
+  // backend's clock: the work an op does, without the time other threads held its core. For a
+  // host with more ranks than cores, whose simulator shares the cores itself (docs/
+  // calibration.md, "Shared cores"). The CPU backend only (it runs ops on the calling thread).
+  void use_thread_cpu_time();
   [[nodiscard]] const StepGraph& graph() const;
 
  private:

@@ -20,6 +20,11 @@
 
 namespace paralab::exec {
 
+// How long the MPI transport's wait busy-polls a pending call before it sleeps between tests
+// (exec/mpi/mpi_transport.cpp says why 0.5 ms); `paralab calibrate` writes it into a CPU
+// topology as collectives.poll_spin_us, the time a waiting thread keeps a core busy.
+inline constexpr double kPollSpinUs = 500.0;
+
 // How a blocking communication waits. `check` is called repeatedly while the operation is
 // pending, with the seconds waited so far; it throws (WatchdogError, Cancelled) to give up.
 class WaitPolicy {

@@ -70,6 +70,11 @@ struct NodeSpec {
   LinkSpec pcie;         // device <-> PCIe switch <-> NIC
   int64_t nics_per_node = 0;
   LinkSpec nic;          // NIC <-> leaf switch
+  // CPU hosts: the cores all ranks of a node share. When its ranks need more cores than this
+  // (ranks x DeviceSpec::sm_count), mpirun does not bind them and every thread of every rank
+  // competes for the node's cores (sim/engine/core_share.hpp); 0 = each rank owns sm_count
+  // cores (bound), the only regime before it was measured.
+  int64_t cores = 0;
 };
 
 struct NetworkSpec {
@@ -108,6 +113,12 @@ struct CollectiveSpec {
   // transfer waits for it. Measured by `paralab calibrate` in a real execution; 0 = both ends
   // together (NCCL's send and receive kernels finish with the last chunk).
   double p2p_ack_us = 0;
+  // How long a communication thread busy-polls for a call that has not completed before it
+  // sleeps (us): the executor's MPI wait spins for 0.5 ms (exec/mpi/mpi_transport.cpp). On a
+  // CPU host the simulator counts a posted call's thread as runnable for this long (or until
+  // its call starts moving data, when it counts as busy anyway), sharing cores with compute.
+  // 0 = waiting threads sleep at once (GPU topologies: the host thread is not modeled).
+  double poll_spin_us = 0;
   // Throughput of the reduction arithmetic of all-reduce and reduce-scatter, in GB/s of
   // received input combined per rank: on a CPU host the communication thread that copies also
   // adds, one after the other (Open MPI's MPI_Op on the host: measured 2-rank reduce-scatters of

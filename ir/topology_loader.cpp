@@ -84,6 +84,7 @@ const Schema<Topology>& topology_schema() {
         .real("node.pcie_lat_us", AT(node.pcie.lat_us), 0, 1e6)
         .real("node.pcie_efficiency", AT(node.pcie.efficiency), 0, 1, true)
         .integer("node.nics_per_node", AT(node.nics_per_node), 0, 1024)
+        .integer("node.cores", AT(node.cores), 0, 1000000)
         .real("node.nic_bw_gbps", AT(node.nic.bw_gbps), 0, 1e6)
         .real("node.nic_lat_us", AT(node.nic.lat_us), 0, 1e6)
         .real("node.nic_efficiency", AT(node.nic.efficiency), 0, 1, true);
@@ -102,6 +103,7 @@ const Schema<Topology>& topology_schema() {
         .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000)
         .real("collectives.sync_skew_us", AT(collectives.sync_skew_us), 0, 1e6)
         .real("collectives.p2p_ack_us", AT(collectives.p2p_ack_us), 0, 1e6)
+        .real("collectives.poll_spin_us", AT(collectives.poll_spin_us), 0, 1e6)
         .real("collectives.reduce_gbps", AT(collectives.reduce_gbps), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
     return x;

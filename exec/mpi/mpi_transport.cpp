@@ -107,7 +107,7 @@ int to_int_count(int64_t n, const char* what) {
 void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  constexpr double kSpinS = 0.5e-3;
+  constexpr double kSpinS = kPollSpinUs * 1e-6;
   constexpr int64_t kMaxSleepUs = 100;
   int64_t sleep_us = 20;
   double waited = 0;

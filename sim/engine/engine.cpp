@@ -13,18 +13,24 @@
 // rate (SMs - held) / SMs of the compute model's speed. Each running compute op keeps the work
 // it has left (in microseconds at full speed); when the held SMs change, its completion is
 // rescheduled and the superseded heap event is skipped (its sequence number is no longer the
-// op's). On a CPU host (DeviceKind::cpu) the same mechanism time-shares the rank's cores
-// instead: rate = cores / (cores + busy communication threads). Without SMs configured,
-// compute durations are fixed.
+// op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores the same mechanism
+// time-shares the rank's cores instead: rate = cores / (cores + busy communication threads)
+// (core_share.hpp). With more ranks than the node has cores, the node's cores are a pool
+// (core_pool.hpp): a compute op waits for a core, then runs at full speed; a posted call's
+// thread holds a core while it busy-polls (CollectiveSpec::poll_spin_us). Without SMs or
+// shared cores configured, compute durations are fixed.
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string>
 
 #include "ir/error.hpp"
+#include "sim/engine/core_pool.hpp"
+#include "sim/engine/core_share.hpp"
 #include "sim/engine/invariants.hpp"
 
 namespace paralab::sim {
@@ -41,12 +47,15 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr uint32_t kNone = UINT32_MAX;
 
+// What an event does: the op finishes, starts (after a dispatch or hand-off delay), or its
+// communication thread stops spinning and sleeps (CollectiveSpec::poll_spin_us).
+enum class EventKind : uint8_t { finish, start, spin_end };
 struct Event {
   double t;
   uint64_t seq;
   uint32_t stage;
   OpId op;
-  bool start = false;  // the op starts (after a dispatch or hand-off delay); else it finishes
+  EventKind kind = EventKind::finish;
 };
 struct EventLater {
   bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
@@ -104,6 +113,12 @@ struct StageState {
   double rate = 1.0;
   std::vector<uint16_t> holds;
   std::vector<uint64_t> ev_seq;
+  // Shared cores (Engine::pool_): per op whether it holds a core of the node's pool or waits
+  // for one, and until when a communication op's thread busy-polls (us; its call's end or the
+  // end of its spin window, whichever is first).
+  enum class Core : uint8_t { none, held, queued };
+  std::vector<Core> core;
+  std::vector<double> spin_until;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
   // Invariant checks only (EngineOptions::check_invariants): how often each op started and
   // finished, and each buffer's lifecycle.
@@ -122,7 +137,7 @@ class Engine {
   void init_stage(StageState& st, int64_t stage);
   void make_ready(uint32_t s, OpId op);
   void finish(uint32_t s, OpId op);
-  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, false}); }
+  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, EventKind::finish}); }
   // `op` has nothing left to wait for since now (the last thing it waited for was `after`).
   void release(uint32_t s, OpId op, OpId after);
   void start_compute(uint32_t s, OpId op);
@@ -131,6 +146,11 @@ class Engine {
   void hold_sms(uint32_t s, OpId op, int64_t sms);
   void release_sms(uint32_t s, OpId op);
   void set_rate(uint32_t s);
+  // Shared cores (pool_).
+  void claim_core(uint32_t s, OpId op);
+  void run_on_core(uint32_t s, OpId op);
+  void release_core(uint32_t s, OpId op);
+  void stop_spinning(uint32_t s, OpId op);
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   uint32_t new_join(uint32_t remaining) {
@@ -164,10 +184,11 @@ class Engine {
   const ComputeModel& compute_;
   NetworkModel& net_;
   EngineOptions opt_;
-  bool slow_ = false;  // compute beside communication modeled (SMs or cores per comm op)
-  bool time_share_ = false;  // a CPU host: communication threads share the rank's cores
+  bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
+  std::optional<CoreShare> share_;
+  std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
+  std::vector<CorePool::Claim> granted_;  // reused by release_core
   double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
-  int64_t sms_ = 1;
   CollectiveSpec coll_;
   bool check_ = false;
   std::vector<StageState> stages_;
@@ -235,6 +256,10 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   st.end.assign(n, 0.0);
   st.done.assign(n, 0);
   st.buffer_bytes.resize(g.buffers.size());
+  if (pool_) {
+    st.core.assign(n, StageState::Core::none);
+    st.spin_until.assign(n, 0.0);
+  }
   if (slow_) {
     st.holds.assign(n, 0);
     st.ev_seq.assign(n, 0);
@@ -285,6 +310,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
+  if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   switch (op.kind) {
     case OpKind::collective: {
       const CollectiveAttrs& c = *op.collective();
@@ -448,6 +474,7 @@ void Engine::finish(uint32_t s, OpId id) {
     if (st.holds[id]) release_sms(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
+  if (pool_) stop_spinning(s, id);
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
@@ -477,7 +504,7 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   if (coll_.sync_skew_us > 0 && op.kind == OpKind::collective && within_stage(op.collective()->group) &&
       members(stages_[s], op.collective()->group).size() > 1)
     delay += coll_.sync_skew_us;
-  if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, true});
+  if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
 
@@ -494,6 +521,7 @@ void Engine::on_call_done(uint64_t handle) {
     // p2p_ack_us); its thread is idle meanwhile, so it stops sharing the rank's cores now.
     if (coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send) {
       if (slow_ && stages_[ps].holds[pop]) release_sms(ps, pop);
+      if (pool_) stop_spinning(ps, pop);
       schedule(ps, pop, now_ + coll_.p2p_ack_us);
     } else {
       finish(ps, pop);
@@ -505,6 +533,10 @@ void Engine::on_call_done(uint64_t handle) {
 
 void Engine::start_compute(uint32_t s, OpId id) {
   StageState& st = stages_[s];
+  if (pool_) {
+    claim_core(s, id);
+    return;
+  }
   if (!slow_) {
     schedule(s, id, now_ + st.dur[id]);
     return;
@@ -557,17 +589,12 @@ void Engine::release_sms(uint32_t s, OpId id) {
   set_rate(s);
 }
 
-// Compute progresses on the SMs communication leaves free (at least one): rescheduling every
-// compute op in flight on the stage when that changes. On a CPU host the rank's cores
-// (sm_count) are time-shared instead: each communication op in flight keeps one thread busy
-// (copying, reducing, polling), and the kernel's fair scheduler gives every runnable thread an
-// equal share (Linux CFS: "ideal, precise multi-tasking CPU", Documentation/scheduler/
-// sched-design-CFS.rst), so compute runs at cores / (cores + busy communication threads).
+// Compute progresses at the rate core_share.hpp gives for what communication holds (SMs left
+// free, or a share of the rank's cores): every compute op in flight on the stage is
+// rescheduled when it changes.
 void Engine::set_rate(uint32_t s) {
   StageState& st = stages_[s];
-  const int64_t held = std::max<int64_t>(0, st.held_sms);
-  const double rate = time_share_ ? static_cast<double>(sms_) / static_cast<double>(sms_ + held)
-                                  : static_cast<double>(std::max<int64_t>(1, sms_ - held)) / static_cast<double>(sms_);
+  const double rate = share_->rate(st.held_sms);
   if (rate == st.rate) return;
   for (StageState::Running& r : st.running) {
     r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
@@ -576,6 +603,69 @@ void Engine::set_rate(uint32_t s) {
     schedule(s, r.op, now_ + r.left_us / rate);
   }
   st.rate = rate;
+}
+
+// --- Shared cores (core_pool.hpp) ----------------------------------------------------------
+
+// A compute op, or a posted communication op's polling thread, asks its node for cores: as
+// many as the stage has ranks there (they run it together), at most the node's.
+void Engine::claim_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  const bool comm = is_comm(st.g->ops[id].kind);
+  if (comm) st.spin_until[id] = now_ + share_->spin_us();
+  const int64_t k = share_->ranks_on_node(s);
+  const CorePool::Claim c{s, id, std::min(k, share_->cores())};
+  if (pool_->acquire(share_->node_of_stage(s), c)) run_on_core(s, id);
+  else st.core[id] = StageState::Core::queued;
+}
+
+// A claim was granted now. A compute op runs: when the stage's ranks on the node outnumber its
+// cores they take turns, each at full speed, so the op holds the cores for ranks / cores times
+// its duration and the representative's own turn is the last (its op starts that much later:
+// what each rank measures is the op's duration, the turns before it are waiting). A polling
+// thread spins until its window or its call ends, or gives the core straight back if that
+// has passed.
+void Engine::run_on_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (is_comm(st.g->ops[id].kind)) {
+    if (now_ >= st.spin_until[id]) {
+      st.core[id] = StageState::Core::held;
+      release_core(s, id);
+      return;
+    }
+    st.core[id] = StageState::Core::held;
+    heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
+    return;
+  }
+  st.core[id] = StageState::Core::held;
+  const int64_t k = share_->ranks_on_node(s);
+  const double turns = static_cast<double>(k) / static_cast<double>(std::min(k, share_->cores()));
+  const double end = now_ + st.dur[id] * turns;
+  st.start[id] = end - st.dur[id];  // the executor's op begins once its thread runs
+  schedule(s, id, end);
+}
+
+void Engine::release_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (st.core[id] != StageState::Core::held) return;
+  st.core[id] = StageState::Core::none;
+  granted_.clear();
+  pool_->release(share_->node_of_stage(s), std::min(share_->ranks_on_node(s), share_->cores()), granted_);
+  // run_on_core may release again (a thread whose window passed while it waited): copy first.
+  const std::vector<CorePool::Claim> now_granted = granted_;
+  for (const CorePool::Claim& c : now_granted) run_on_core(c.stage, c.op);
+}
+
+// A communication op's call ended (or its op finished): its thread stops polling.
+void Engine::stop_spinning(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (!is_comm(st.g->ops[id].kind) && st.core[id] == StageState::Core::held) {
+    release_core(s, id);  // a compute op finished
+    return;
+  }
+  if (!is_comm(st.g->ops[id].kind)) return;
+  st.spin_until[id] = std::min(st.spin_until[id], now_);
+  release_core(s, id);  // a queued thread gives its core straight back when granted
 }
 
 void Engine::report_deadlock() const {
@@ -616,6 +706,7 @@ void Engine::check_end_of_step() const {
     check_memory_steady(*st.g, st.buf_state, st.live, st.stage);
   }
   net_.check_drained();
+  if (pool_ && !pool_->idle()) invariant_violated("cores returned", "a core of a shared node is still held or claimed at the end of the step");
 }
 
 EngineOutput Engine::run() {
@@ -625,9 +716,9 @@ EngineOutput Engine::run() {
   stages_.resize(static_cast<size_t>(p));
   const Topology& topo = ir_.scenario.topology;
   coll_ = topo.collectives;
-  sms_ = std::max<int64_t>(1, topo.device.sm_count);
-  slow_ = coll_.intra_sms > 0 || coll_.inter_sms > 0 || coll_.p2p_sms > 0;
-  time_share_ = topo.device.kind == DeviceKind::cpu;
+  share_.emplace(ir_);
+  slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
+  if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
   size_t total_ops = 0;
@@ -662,11 +753,13 @@ EngineOutput Engine::run() {
     }
     const Event e = heap_.top();
     heap_.pop();
-    if (slow_ && !e.start && stale(e)) continue;  // superseded by a rescheduled completion
-    if (check_) check_clock(now_, e.t, e.start ? "dispatch" : "compute");
+    if (e.kind == EventKind::finish && slow_ && stale(e)) continue;  // superseded by a rescheduled completion
+    if (e.kind == EventKind::spin_end && stages_[e.stage].core[e.op] != StageState::Core::held) continue;  // its call ended first
+    if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : e.kind == EventKind::spin_end ? "spin" : "compute");
     now_ = e.t;
     ++events_;
-    if (e.start) make_ready(e.stage, e.op);
+    if (e.kind == EventKind::start) make_ready(e.stage, e.op);
+    else if (e.kind == EventKind::spin_end) release_core(e.stage, e.op);
     else finish(e.stage, e.op);
   }
   for (const StageState& st : stages_)

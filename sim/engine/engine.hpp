@@ -7,7 +7,8 @@
 // has finished) and every op in `deps` has finished; on a CPU host the executor's worker
 // threads add DeviceSpec::dispatch_us after a same-stream predecessor or stream_handoff_us
 // after a dependency on another stream, whichever ended last. Compute ops take the compute model's
-// duration; communication ops are calls on the NetworkModel:
+// duration (slowed beside communication, or waiting for a core of a CPU node whose ranks
+// outnumber its cores: core_share.hpp); communication ops are calls on the NetworkModel:
 //   - collectives over tp / cp / dp groups lie within one stage and start at once;
 //   - send / recv (pp) start when both the send and the matching recv (same tag, on the peer
 //     stage) are ready, and both finish when the transfer does;

@@ -4,12 +4,15 @@
 // measured communication to the simulator's definition.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
 
 #include "analysis/calibrate.hpp"
 #include "analysis/in_situ.hpp"
+#include "analysis/measure.hpp"
 #include "analysis/validate.hpp"
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
@@ -90,6 +93,10 @@ TEST_CASE("a calibrated topology loads, simulates and takes the measured op time
   CHECK(t.node.intra_link.lat_us == Approx(4.0).epsilon(0.02));
   CHECK(t.collectives.launch_lat_us == Approx(20.0).epsilon(0.02));
   CHECK(t.device.mem_bw_gbps == Approx(10.0));
+  // A CPU host: the cores its ranks share and the executor's spin window (docs/simulator.md,
+  // "Shared cores").
+  CHECK(t.node.cores == 2);
+  CHECK(t.collectives.poll_spin_us == exec::kPollSpinUs);
   // GEMM rate = peak x efficiency (docs/calibration.md).
   CHECK(t.device.peak(MathMode::f32) * t.device.gemm_max_efficiency * 1e6 == Approx(40e3).epsilon(0.05));
   CHECK_FALSE(t.calibration.source.empty());
@@ -114,6 +121,32 @@ TEST_CASE("a calibrated topology loads, simulates and takes the measured op time
   const sim::Simulation sim = sim::simulate(ir);
   CHECK(sim.result.step_time_s > 0);
   CHECK(sim.result.topology == "cpu-host-calibrated");
+}
+
+// With more ranks than cores calibrate times replayed ops by thread CPU time: every op the
+// wall-clock pass times is timed, each a positive time no longer than the pass itself took.
+TEST_CASE("replayed ops can be timed by the thread's CPU time", "[analysis][calibrate]") {
+  const StepIR ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host", 1, 1)));
+  Replayer wall(ir, 0, "cpu"), cpu(ir, 0, "cpu");
+  cpu.use_thread_cpu_time();
+  const auto all = [](const Op&) { return true; };
+  std::vector<std::pair<OpId, double>> tw, tc;
+  wall.pass(all, tw);
+  const auto t0 = std::chrono::steady_clock::now();
+  cpu.pass(all, tc);
+  const double pass_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  std::sort(tw.begin(), tw.end());
+  std::sort(tc.begin(), tc.end());
+  REQUIRE(tc.size() == tw.size());
+  REQUIRE(tc.size() > 20);
+  double sum = 0;
+  for (size_t i = 0; i < tc.size(); ++i) {
+    CHECK(tc[i].first == tw[i].first);
+    CHECK(tc[i].second >= 0.0);
+    sum += tc[i].second;
+  }
+  CHECK(sum > 0.0);
+  CHECK(sum <= pass_us);
 }
 
 // In situ (analysis/in_situ.hpp): a step simulated with known dispatch and hand-off gaps is

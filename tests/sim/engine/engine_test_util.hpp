@@ -64,6 +64,27 @@ inline const OpTiming* timing_of(const StepResult& r, int64_t rank, OpId op) {
   return nullptr;
 }
 
+// A compute op of exactly `us` microseconds: a GEMM of a shape no other test op has (taken
+// from `next_shape`, which it advances) with a calibration point at that time (points
+// override the model exactly).
+inline OpId timed_op(Scenario& s, GraphBuilder& b, int64_t& next_shape, Stream stream, double us,
+                     std::vector<TensorRef> reads = {}, std::vector<TensorRef> writes = {}, std::vector<OpId> after = {}) {
+  GemmAttrs g;
+  g.m = next_shape++;
+  g.n = 8;
+  g.k = 8;
+  s.topology.calibration.gemm.push_back(GemmPoint{g.m, g.n, g.k, 1, g.math, us});
+  OpSpec o;
+  o.kind = OpKind::gemm;
+  o.stream = stream;
+  o.name = "timed";
+  o.reads = std::move(reads);
+  o.writes = std::move(writes);
+  o.attrs = g;
+  o.extra_deps = std::move(after);
+  return b.add(std::move(o));
+}
+
 // A small GPT scenario (TOML text); tests override keys with --set.
 inline std::string small_gpt(int nodes = 1) {
   return "[model]\npreset = \"tiny\"\n[training]\nglobal_batch_size = 8\nmicro_batch_size = 1\n"

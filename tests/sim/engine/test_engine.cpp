@@ -27,20 +27,7 @@ struct Hand {
 
   OpId timed(Stream stream, double us, std::vector<TensorRef> reads = {}, std::vector<TensorRef> writes = {},
              std::vector<OpId> after = {}) {
-    GemmAttrs g;
-    g.m = next_shape++;
-    g.n = 8;
-    g.k = 8;
-    s.topology.calibration.gemm.push_back(GemmPoint{g.m, g.n, g.k, 1, g.math, us});
-    OpSpec o;
-    o.kind = OpKind::gemm;
-    o.stream = stream;
-    o.name = "timed";
-    o.reads = std::move(reads);
-    o.writes = std::move(writes);
-    o.attrs = g;
-    o.extra_deps = std::move(after);
-    return b.add(std::move(o));
+    return timed_op(s, b, next_shape, stream, us, std::move(reads), std::move(writes), std::move(after));
   }
   OpId collective(paralab::CollKind kind, GroupKind group, int64_t bytes, uint32_t tag, std::vector<TensorRef> rw,
                   Stream stream, std::vector<OpId> after = {}) {

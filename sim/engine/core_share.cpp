@@ -1,0 +1,56 @@
+// paralab — which processors a rank's compute shares, and with what (semantics in core_share.hpp).
+#include "sim/engine/core_share.hpp"
+
+#include <algorithm>
+
+namespace paralab::sim {
+
+CoreShare::CoreShare(const StepIR& ir) {
+  const Topology& topo = ir.scenario.topology;
+  const Layout& L = ir.layout;
+  const CollectiveSpec& c = topo.collectives;
+  const bool comm_holds = c.intra_sms > 0 || c.inter_sms > 0 || c.p2p_sms > 0;
+  sms_ = std::max<int64_t>(1, topo.device.sm_count);
+  if (topo.device.kind != DeviceKind::cpu) {
+    mode_ = comm_holds ? Mode::sms : Mode::none;
+    return;
+  }
+  // A rank is node * devices_per_node + local device (ir/layout.hpp).
+  const int64_t dpn = std::max<int64_t>(1, L.devices_per_node());
+  const int64_t most = std::min(dpn, L.world());
+  // mpirun binds each rank to its own cores only when they fit (mpirun(1), "Mapping, Ranking,
+  // and Binding": an oversubscribed job is not bound); otherwise the node's cores are shared.
+  if (topo.node.cores > 0 && most * sms_ > topo.node.cores) {
+    mode_ = Mode::node_cores;
+    cores_ = topo.node.cores;
+    nodes_ = (L.world() + dpn - 1) / dpn;
+    spin_us_ = c.poll_spin_us;
+    const auto stages = static_cast<size_t>(L.pp());
+    node_of_stage_.resize(stages);
+    ranks_on_node_.assign(stages, 0);
+    for (size_t s = 0; s < stages; ++s) node_of_stage_[s] = L.node_of(L.representative(static_cast<int64_t>(s)));
+    for (int64_t r = 0; r < L.world(); ++r) {
+      const auto s = static_cast<size_t>(L.stage_of(r));
+      if (L.node_of(r) == node_of_stage_[s]) ++ranks_on_node_[s];
+    }
+    return;
+  }
+  mode_ = comm_holds ? Mode::rank_cores : Mode::none;
+}
+
+// rank_cores: Linux's fair scheduler gives every runnable thread an equal share of the cores
+// it may run on ("ideal, precise multi-tasking CPU", Documentation/scheduler/
+// sched-design-CFS.rst): the compute thread beside `held` busy communication threads on the
+// rank's sm_count cores gets cores / (cores + held) of them.
+double CoreShare::rate(int64_t held) const {
+  held = std::max<int64_t>(0, held);
+  switch (mode_) {
+    case Mode::sms: return static_cast<double>(std::max<int64_t>(1, sms_ - held)) / static_cast<double>(sms_);
+    case Mode::rank_cores: return static_cast<double>(sms_) / static_cast<double>(sms_ + held);
+    case Mode::none:
+    case Mode::node_cores: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace paralab::sim

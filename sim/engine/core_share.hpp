@@ -1,0 +1,52 @@
+// paralab — what a simulated rank's compute shares its processors with (sim/engine;
+// docs/simulator.md, "Compute beside communication" and "Shared cores").
+//
+// Three regimes, chosen once from the topology and the layout:
+//   - sms (GPU): communication kernels hold SMs; compute runs on the rest at
+//     rate = max(1, SMs - held) / SMs.
+//   - rank_cores (CPU host, every rank bound to its own sm_count cores): the rank's busy
+//     communication threads time-share its cores with the compute thread,
+//     rate = cores / (cores + busy communication threads).
+//   - node_cores (CPU host whose ranks outnumber NodeSpec::cores: mpirun does not bind an
+//     oversubscribed job): the node's cores are a pool (sim/engine/core_pool.hpp) that compute
+//     ops and spinning communication threads of every rank on the node take turns on. No
+//     rate: an op runs at full speed once it has a core.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/step_ir.hpp"
+
+namespace paralab::sim {
+
+class CoreShare {
+ public:
+  enum class Mode : uint8_t { none, sms, rank_cores, node_cores };
+
+  explicit CoreShare(const StepIR& ir);
+
+  [[nodiscard]] Mode mode() const { return mode_; }
+  // The rate (0, 1] at which a stage's compute progresses beside communication calls that
+  // hold `held` SMs (sms) or threads (rank_cores); 1 in the other regimes.
+  [[nodiscard]] double rate(int64_t held) const;
+
+  // node_cores: the node's cores, the pool (node) of each stage (its representative's node),
+  // and how many of a stage's ranks are on that node (they run its ops together).
+  [[nodiscard]] int64_t cores() const { return cores_; }
+  [[nodiscard]] int64_t nodes() const { return nodes_; }
+  [[nodiscard]] int64_t node_of_stage(uint32_t s) const { return node_of_stage_[s]; }
+  [[nodiscard]] int64_t ranks_on_node(uint32_t s) const { return ranks_on_node_[s]; }
+  // How long a posted communication call's thread busy-polls (CollectiveSpec::poll_spin_us;
+  // node_cores only: 0 otherwise).
+  [[nodiscard]] double spin_us() const { return spin_us_; }
+
+ private:
+  Mode mode_ = Mode::none;
+  int64_t sms_ = 1;  // DeviceSpec::sm_count (SMs or cores per rank)
+  int64_t cores_ = 0, nodes_ = 0;
+  double spin_us_ = 0;
+  std::vector<int64_t> node_of_stage_, ranks_on_node_;
+};
+
+}  // namespace paralab::sim
