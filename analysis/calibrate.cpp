@@ -270,9 +270,9 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     irs.push_back(build_step_ir(s));
     const StepIR& ir = irs.back();
     res.scenarios.push_back(s.name);
-    if (opts.in_situ && ir.layout.world() == N) in_situ.push_back(&ir);
-    if (res.compute_cpu_time || !(opts.in_situ && ir.layout.world() == N))
-      jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
+    const bool executed = opts.in_situ && ir.layout.world() == N;
+    if (executed) in_situ.push_back(&ir);
+    if (!executed || res.compute_cpu_time) jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
   std::filesystem::path base_file = opts.base_topology;
   if (base_file.empty()) base_file = irs.empty() ? resolve_topology("cpu-host", ".", SourceLoc{}, "topology") : irs.front().scenario.topology.file;
@@ -488,8 +488,8 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     if (j.at("copy_gbps").get<double>() > 0) copies.push_back(j.at("copy_gbps").get<double>());
   }
   // A key executed in situ takes the execution's times: the step runs it beside its rank's
-  // communication threads and the other ranks, as `execute` will.
-  // Not with shared cores: those times include the time other ranks held the op's core.
+  // communication threads and the other ranks, as `execute` will; not with shared cores, where
+  // those times include the time other ranks held the op's core (replayed above instead).
   if (!res.compute_cpu_time)
     for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
   res.in_situ.compute.clear();

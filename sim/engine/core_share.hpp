@@ -13,6 +13,7 @@
 //     rate: an op runs at full speed once it has a core.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,12 @@ class CoreShare {
   [[nodiscard]] int64_t nodes() const { return nodes_; }
   [[nodiscard]] int64_t node_of_stage(uint32_t s) const { return node_of_stage_[s]; }
   [[nodiscard]] int64_t ranks_on_node(uint32_t s) const { return ranks_on_node_[s]; }
+  // The cores a claim of stage `s` takes (its ranks there, at most the node's), and how many
+  // turns its ranks take on them (ranks / those cores: 1 unless they outnumber the cores).
+  [[nodiscard]] int64_t claim_cores(uint32_t s) const { return std::min(ranks_on_node_[s], cores_); }
+  [[nodiscard]] double turns(uint32_t s) const {
+    return static_cast<double>(ranks_on_node_[s]) / static_cast<double>(claim_cores(s));
+  }
   // How long a posted communication call's thread busy-polls (CollectiveSpec::poll_spin_us;
   // node_cores only: 0 otherwise).
   [[nodiscard]] double spin_us() const { return spin_us_; }

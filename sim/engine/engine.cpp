@@ -150,7 +150,7 @@ class Engine {
   void claim_core(uint32_t s, OpId op);
   void run_on_core(uint32_t s, OpId op);
   void release_core(uint32_t s, OpId op);
-  void stop_spinning(uint32_t s, OpId op);
+  void leave_core(uint32_t s, OpId op);
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   uint32_t new_join(uint32_t remaining) {
@@ -187,7 +187,6 @@ class Engine {
   bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
-  std::vector<CorePool::Claim> granted_;  // reused by release_core
   double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
   CollectiveSpec coll_;
   bool check_ = false;
@@ -474,7 +473,7 @@ void Engine::finish(uint32_t s, OpId id) {
     if (st.holds[id]) release_sms(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
-  if (pool_) stop_spinning(s, id);
+  if (pool_) leave_core(s, id);
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
@@ -521,7 +520,7 @@ void Engine::on_call_done(uint64_t handle) {
     // p2p_ack_us); its thread is idle meanwhile, so it stops sharing the rank's cores now.
     if (coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send) {
       if (slow_ && stages_[ps].holds[pop]) release_sms(ps, pop);
-      if (pool_) stop_spinning(ps, pop);
+      if (pool_) leave_core(ps, pop);
       schedule(ps, pop, now_ + coll_.p2p_ack_us);
     } else {
       finish(ps, pop);
@@ -611,11 +610,8 @@ void Engine::set_rate(uint32_t s) {
 // many as the stage has ranks there (they run it together), at most the node's.
 void Engine::claim_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  const bool comm = is_comm(st.g->ops[id].kind);
-  if (comm) st.spin_until[id] = now_ + share_->spin_us();
-  const int64_t k = share_->ranks_on_node(s);
-  const CorePool::Claim c{s, id, std::min(k, share_->cores())};
-  if (pool_->acquire(share_->node_of_stage(s), c)) run_on_core(s, id);
+  if (is_comm(st.g->ops[id].kind)) st.spin_until[id] = now_ + share_->spin_us();
+  if (pool_->acquire(share_->node_of_stage(s), CorePool::Claim{s, id, share_->claim_cores(s)})) run_on_core(s, id);
   else st.core[id] = StageState::Core::queued;
 }
 
@@ -627,20 +623,13 @@ void Engine::claim_core(uint32_t s, OpId id) {
 // has passed.
 void Engine::run_on_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
+  st.core[id] = StageState::Core::held;
   if (is_comm(st.g->ops[id].kind)) {
-    if (now_ >= st.spin_until[id]) {
-      st.core[id] = StageState::Core::held;
-      release_core(s, id);
-      return;
-    }
-    st.core[id] = StageState::Core::held;
-    heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
+    if (now_ >= st.spin_until[id]) release_core(s, id);
+    else heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
     return;
   }
-  st.core[id] = StageState::Core::held;
-  const int64_t k = share_->ranks_on_node(s);
-  const double turns = static_cast<double>(k) / static_cast<double>(std::min(k, share_->cores()));
-  const double end = now_ + st.dur[id] * turns;
+  const double end = now_ + st.dur[id] * share_->turns(s);
   st.start[id] = end - st.dur[id];  // the executor's op begins once its thread runs
   schedule(s, id, end);
 }
@@ -649,23 +638,19 @@ void Engine::release_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   if (st.core[id] != StageState::Core::held) return;
   st.core[id] = StageState::Core::none;
-  granted_.clear();
-  pool_->release(share_->node_of_stage(s), std::min(share_->ranks_on_node(s), share_->cores()), granted_);
-  // run_on_core may release again (a thread whose window passed while it waited): copy first.
-  const std::vector<CorePool::Claim> now_granted = granted_;
-  for (const CorePool::Claim& c : now_granted) run_on_core(c.stage, c.op);
+  // Local: run_on_core may release again (a thread whose window passed while it waited).
+  std::vector<CorePool::Claim> granted;
+  pool_->release(share_->node_of_stage(s), share_->claim_cores(s), granted);
+  for (const CorePool::Claim& c : granted) run_on_core(c.stage, c.op);
 }
 
-// A communication op's call ended (or its op finished): its thread stops polling.
-void Engine::stop_spinning(uint32_t s, OpId id) {
+// The op is done with its core (a compute op ended, a call ended, or its op finished): it gives
+// the core back if it holds one; a polling thread still queued gives it straight back when
+// granted (its window now ends here).
+void Engine::leave_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  if (!is_comm(st.g->ops[id].kind) && st.core[id] == StageState::Core::held) {
-    release_core(s, id);  // a compute op finished
-    return;
-  }
-  if (!is_comm(st.g->ops[id].kind)) return;
   st.spin_until[id] = std::min(st.spin_until[id], now_);
-  release_core(s, id);  // a queued thread gives its core straight back when granted
+  release_core(s, id);
 }
 
 void Engine::report_deadlock() const {
