@@ -214,7 +214,6 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   }
 
   // 2. Simulate on the calibrated topology.
-  double predicted_step_s = 0;
   {
     const auto ts = clock_type::now();
     std::vector<std::string> sets = opts.sets;
@@ -226,7 +225,6 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::ofstream(p) << trace_json(sim.result, ir);
     v.predicted = read_result(p);
     v.simulate_s = since(ts);
-    predicted_step_s = sim.result.step_time_s;
     char buf[160];
     std::snprintf(buf, sizeof buf, "simulated: %.4g s per step on %s (%.2f s)", sim.result.step_time_s,
                   sc.topology.name.c_str(), v.simulate_s);
@@ -240,9 +238,21 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   std::vector<std::pair<double, int>> runs;
   std::vector<nlohmann::json> summaries;
   const auto te = clock_type::now();
-  v.runs = opts.runs > 0 ? opts.runs
-                         : static_cast<int>(std::clamp(std::floor(30.0 / std::max(1e-3, predicted_step_s * std::max(1, opts.steps))), 1.0, 5.0));
-  for (int run = 0; run < v.runs; ++run) {
+  // Without --runs: executions until about kRunBudgetS of them (each run's cost, launch and
+  // warm-up included, judged by the mean so far), at most kMaxAutoRuns. On a host whose ranks
+  // share cores a communication op's single-run time spreads over 10x (bench/results/
+  // validate_cpu.md, "sixth session"): its median over 15 runs is a reference a model can be
+  // scored against, over 3 it is not.
+  constexpr double kRunBudgetS = 30.0;
+  constexpr int kMaxAutoRuns = 15;
+  const bool auto_runs = opts.runs <= 0;
+  const int max_runs = auto_runs ? kMaxAutoRuns : opts.runs;
+  for (int run = 0; run < max_runs; ++run) {
+    if (auto_runs && run > 0) {
+      const double spent = since(te);
+      if (spent + spent / run > kRunBudgetS) break;
+    }
+    v.runs = run + 1;
     const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
     std::vector<std::string> cmd = l.prefix;
     for (const std::string& x : std::vector<std::string>{exe.string(), "execute", opts.scenario.string(), "--backend",
@@ -253,7 +263,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       cmd.push_back("--set");
       cmd.push_back(x);
     }
-    log("executing (run " + std::to_string(run + 1) + " of " + std::to_string(v.runs) + "): " + v.launch);
+    log("executing (run " + std::to_string(run + 1) + (auto_runs ? "" : " of " + std::to_string(max_runs)) + "): " + v.launch);
     std::vector<std::string> err;
     const ProcessResult r = run_process(cmd, l.env, [&](const std::string& line) { err.push_back(line); }, opts.timeout_s);
     if (r.exit_code != 0)
@@ -300,6 +310,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         t.end_us = t.start_us + d[d.size() / 2];
       }
     }
+    // The measurement compared, for `paralab compare` of another prediction against it.
+    std::ofstream(opts.work_dir / "measured.json") << trace_json(v.measured.result, ir);
   }
   v.comparison = compare(v.predicted, v.measured, 10);
   v.total_s = since(t0);

@@ -55,8 +55,8 @@ struct ValidateOptions {
   bool recalibrate = false;           // ignore the cache
   bool quick_calibration = false;     // calibrate --quick when one is made
   int steps = 2;                      // per execution: warm-up steps + the measured one
-  // Executions (0: as many as fit in about 30 s of predicted step time, 1 to 5). The run with
-  // the median step time is compared, each op with its median duration over the runs.
+  // Executions (0: as many as fit in about 30 s of executing, launches included, 1 to 15). The
+  // run with the median step time is compared, each op with its median duration over the runs.
   int runs = 0;
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)

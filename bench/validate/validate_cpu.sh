@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/validate/validate_cpu.sh — the CPU backend's accuracy on this machine (issue 7's goal:
-# step time within 10 %, per-op MAPE within 15 %): `paralab validate --runs K` of quickstart
+# step time within 10 %, per-op MAPE within 15 %): `paralab validate` (runs: its default, or K) of quickstart
 # and every scenarios/cpu-*.toml, each with a fresh calibration, and with --pairs two
 # back-to-back executions of each compared with each other (`paralab compare A B`: how much
 # the machine alone moves a step). Prints markdown rows for bench/results/validate_cpu.md.
@@ -9,7 +9,7 @@
 #   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--out DIR] [SCENARIO...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build runs=3 pairs=0 out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
+build=$root/build runs= pairs=0 out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
 scenarios=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -37,7 +37,7 @@ echo
 echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | step spread |"
 echo "|---|---|---|---|---|---|---|"
 for s in "${scenarios[@]}"; do
-  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu --runs "$runs" --json >"$out/$s.json" 2>"$out/$s.err" || {
+  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} --json >"$out/$s.json" 2>"$out/$s.err" || {
     echo "| $s | failed: see $out/$s.err | | | | | |"; continue; }
   python3 - "$out/$s.json" "$s" <<'PY'
 import json, sys
