@@ -89,6 +89,12 @@ struct CalibrationResult {
   // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
   double comm_in_situ_extra_us = 0;
+  // CPU: what a call that ended after its poller stopped spinning (exec::kPollSpinUs from its
+  // post) took beyond the fit, median, minus comm_in_situ_extra_us (the median of the others,
+  // which alone set that then): CollectiveSpec::wake_us. Counts of the two kinds of calls.
+  double wake_us = 0;
+  size_t in_situ_awake_calls = 0, in_situ_asleep_calls = 0;
+  double comm_in_situ_extra_all_us = 0;  // the median over all calls (for the file's comment)
   [[nodiscard]] bool have_in_situ_comm() const { return have_comm_fit && !in_situ.comm.empty(); }
 
   Topology base;                         // the topology the fitted values replace

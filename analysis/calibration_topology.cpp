@@ -99,10 +99,28 @@ void fit_all(CalibrationResult& r) {
   r.sync_skew_us = trimmed_mean(r.in_situ.skew_us, kTrim);
   r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
   if (r.have_in_situ_comm()) {
-    std::vector<double> extra;
-    extra.reserve(r.in_situ.comm.size());
-    for (const CommSample& c : r.in_situ.comm) extra.push_back(c.time_us - r.comm_fit.predict_us(c.pattern, c.group, c.bytes));
-    r.comm_in_situ_extra_us = std::max(0.0, quantile(std::move(extra), 0.5));
+    // On a CPU host a call that ends after its poller stopped spinning (its wait for the last
+    // participant plus the call's fitted time beyond the spin window) is seen when the poller
+    // next wakes: those calls set wake_us, the others the per-call extra. A wake time needs
+    // enough calls of both kinds to be a median.
+    constexpr size_t kMinWakeCalls = 20;
+    const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
+    std::vector<double> awake, asleep, all;
+    for (const CommSample& c : r.in_situ.comm) {
+      const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
+      (spin_us > 0 && c.waited_us + fit_us > spin_us ? asleep : awake).push_back(c.time_us - fit_us);
+      all.push_back(c.time_us - fit_us);
+    }
+    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(std::move(all), 0.5));
+    const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
+    if (!split) {
+      awake.insert(awake.end(), asleep.begin(), asleep.end());
+      asleep.clear();
+    }
+    r.in_situ_awake_calls = awake.size();
+    r.in_situ_asleep_calls = asleep.size();
+    r.comm_in_situ_extra_us = std::max(0.0, quantile(std::move(awake), 0.5));
+    r.wake_us = split ? std::max(0.0, quantile(std::move(asleep), 0.5) - r.comm_in_situ_extra_us) : 0.0;
   }
 }
 
@@ -172,6 +190,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (d.kind == DeviceKind::cpu) {
     t.node.cores = r.host.cores;
     t.collectives.poll_spin_us = exec::kPollSpinUs;
+    if (r.have_in_situ_comm() && r.in_situ_asleep_calls > 0) t.collectives.wake_us = r.wake_us;
   }
   if (r.have_comm_fit) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
@@ -370,8 +389,9 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[collectives]");
   if (r.have_comm_fit) {
     if (r.have_in_situ_comm()) {
-      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per call in situ (median over %zu executed calls beyond the fit)",
-                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.in_situ.comm.size());
+      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per call in situ (median over %zu executed calls beyond the fit%s)",
+                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.in_situ_awake_calls,
+                    r.in_situ_asleep_calls ? ", seen while polling" : "");
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), buf);
     } else {
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
@@ -398,6 +418,15 @@ std::string topology_toml(const CalibrationResult& r) {
   in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, r.in_situ.skew_us, "wait for a collective's last member");
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
+  if (cpu && r.in_situ_asleep_calls > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "in situ: median beyond the fit of %zu calls ending after their spin window, less launch's in-situ part (all calls: %.3g us)",
+                  r.in_situ_asleep_calls, r.comm_in_situ_extra_all_us);
+    kv("wake_us", fnum(t.collectives.wake_us), buf);
+  } else if (cpu) {
+    kv("wake_us", fnum(t.collectives.wake_us), r.have_in_situ_comm() ? "too few executed calls ended after their spin window to measure it"
+                                                                     : "from the base topology");
+  }
   line("");
 
   // How well the fits describe the points (for people reading the file).

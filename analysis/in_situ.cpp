@@ -126,10 +126,13 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       c.pattern = CommPattern::send_recv;  // a transfer moves its bytes between two ranks
       c.group = 2;
       c.bytes = static_cast<double>(op.p2p()->bytes);
+      // A ring shift (context parallelism) synchronizes the stage's members like a collective.
+      if (op.kind == OpKind::sendrecv) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
     }
     if (c.bytes <= 0) continue;
     c.time_us = t.end_us - t.start_us;
     if (c.time_us <= 0) continue;
+    c.waited_us = std::max(0.0, t.start_us - measured.ops[i].start_us);
     out.comm.push_back(c);
   }
   ++out.executions;

@@ -17,9 +17,10 @@
 //     with its pattern, group and bytes, to set the per-call overhead the alpha-beta fit of the
 //     barrier-synchronized sweep does not see (a peer's poller asleep, threads sharing cores);
 //     a transfer by its receive, since its send ends only when the sender sees the receiver's
-//     acknowledgement:
+//     acknowledgement; each with how long its rank had waited for the last participant (a
+//     call that ends after its poller stopped spinning is seen late: CollectiveSpec::wake_us);
 //   - acknowledgement: per transfer, its send's end minus its receive's end (0 if earlier);
-//   - arrival skew: per member of a collective within a stage (tp, cp, dp), how long after its
+//   - arrival skew: per member of a collective or ring shift within a stage (tp, cp, dp), how long after its
 //     own arrival the last member arrived (the wait the simulator's identical ranks do not
 //     have; stages reaching a collective at different times is the pipeline, simulated);
 //   - compute: every compute op's duration under its key, as the real step runs it (beside the

@@ -100,8 +100,9 @@ struct CollectiveSpec {
   // Mean time from a member's arrival at a collective to the last member's (us): the members
   // reach a synchronizing call at different times on a shared host (preemption, cores shared
   // with other ranks' threads), and the call starts when the last arrives. The simulator's
-  // ranks of a stage are identical, so it adds this wait before every collective over more
-  // than one rank. Measured by `paralab calibrate` in a real execution; 0 = not modeled.
+  // ranks of a stage are identical, so it adds this wait before every collective and every
+  // ring shift (context parallelism's sendrecv) within a stage over more than one rank.
+  // Measured by `paralab calibrate` in a real execution; 0 = not modeled.
   double sync_skew_us = 0;
   // Time from a transfer's arrival at its receiver to its sender seeing it complete (us). A
   // rendezvous send (Open MPI above its eager limit, 4 KiB in shared memory) completes only when
@@ -119,6 +120,14 @@ struct CollectiveSpec {
   // its call starts moving data, when it counts as busy anyway), sharing cores with compute.
   // 0 = waiting threads sleep at once (GPU topologies: the host thread is not modeled).
   double poll_spin_us = 0;
+  // Time a call's thread takes to see its call complete once it has stopped spinning (us): the
+  // executor's poller then sleeps 20-100 us between tests, and on a host whose ranks share
+  // cores a woken thread also waits for one. A call that ends more than poll_spin_us after its
+  // rank posted it ends this much later (a send: after its receive's). On cpu-pp4 (4 ranks, 2
+  // cores) receives whose data was there when they were posted took a median 20 us, those
+  // whose receiver had waited 0.5 ms or more 391 us (bench/results/validate_cpu.md, "sixth
+  // session"). Measured by `paralab calibrate` in a real execution; 0 = seen at once.
+  double wake_us = 0;
   // Throughput of the reduction arithmetic of all-reduce and reduce-scatter, in GB/s of
   // received input combined per rank: on a CPU host the communication thread that copies also
   // adds, one after the other (Open MPI's MPI_Op on the host: measured 2-rank reduce-scatters of

@@ -104,6 +104,7 @@ const Schema<Topology>& topology_schema() {
         .real("collectives.sync_skew_us", AT(collectives.sync_skew_us), 0, 1e6)
         .real("collectives.p2p_ack_us", AT(collectives.p2p_ack_us), 0, 1e6)
         .real("collectives.poll_spin_us", AT(collectives.poll_spin_us), 0, 1e6)
+        .real("collectives.wake_us", AT(collectives.wake_us), 0, 1e6)
         .real("collectives.reduce_gbps", AT(collectives.reduce_gbps), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
     return x;

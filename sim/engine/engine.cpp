@@ -119,6 +119,8 @@ struct StageState {
   enum class Core : uint8_t { none, held, queued };
   std::vector<Core> core;
   std::vector<double> spin_until;
+  // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us).
+  std::vector<double> posted;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
   // Invariant checks only (EngineOptions::check_invariants): how often each op started and
   // finished, and each buffer's lifecycle.
@@ -153,6 +155,7 @@ class Engine {
   void leave_core(uint32_t s, OpId op);
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
+  [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
     return static_cast<uint32_t>(joins_.size() - 1);
@@ -187,6 +190,7 @@ class Engine {
   bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
+  bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
   double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
   CollectiveSpec coll_;
   bool check_ = false;
@@ -259,6 +263,7 @@ void Engine::init_stage(StageState& st, int64_t stage) {
     st.core.assign(n, StageState::Core::none);
     st.spin_until.assign(n, 0.0);
   }
+  if (wake_) st.posted.assign(n, 0.0);
   if (slow_) {
     st.holds.assign(n, 0);
     st.ev_seq.assign(n, 0);
@@ -309,6 +314,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
+  if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   switch (op.kind) {
     case OpKind::collective: {
@@ -493,16 +499,17 @@ void Engine::finish(uint32_t s, OpId id) {
 // the op's stream starts it dispatch_us after its stream predecessor ended when that was the
 // last thing it waited for, or stream_handoff_us after a dependency on another stream ended
 // (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do.
-// A collective within the stage (tp, cp, dp) over more than one rank also waits
+// A collective or ring shift within the stage (tp, cp, dp) over more than one rank also waits
 // CollectiveSpec::sync_skew_us for its last member (the members of a stage are identical here;
 // on a shared host they are not). Collectives joining stages already wait for the stages.
 void Engine::release(uint32_t s, OpId id, OpId after) {
   const StepGraph& g = *stages_[s].g;
   const Op& op = g.ops[id];
   double delay = op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_;
-  if (coll_.sync_skew_us > 0 && op.kind == OpKind::collective && within_stage(op.collective()->group) &&
-      members(stages_[s], op.collective()->group).size() > 1)
-    delay += coll_.sync_skew_us;
+  if (coll_.sync_skew_us > 0 && (op.kind == OpKind::collective || op.kind == OpKind::sendrecv)) {
+    const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
+    if (within_stage(gk) && members(stages_[s], gk).size() > 1) delay += coll_.sync_skew_us;
+  }
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -514,18 +521,35 @@ void Engine::on_call_done(uint64_t handle) {
   handle_join_[handle] = kNone;
   if (--joins_[j].remaining > 0) return;
   const Join jn = joins_[j];
+  // A transfer's receive: how much later than now its thread sees the data (a send's
+  // acknowledgement follows that).
+  double recv_wake_us = 0;
+  for (uint32_t i = 0; i < jn.count; ++i) {
+    const auto [ps, pop] = parts_[jn.first + i];
+    if (stages_[ps].g->ops[pop].kind == OpKind::recv) recv_wake_us = wake_delay_us(ps, pop);
+  }
   for (uint32_t i = 0; i < jn.count; ++i) {
     const auto [ps, pop] = parts_[jn.first + i];
     // A send ends when its sender sees the receiver's acknowledgement (CollectiveSpec::
-    // p2p_ack_us); its thread is idle meanwhile, so it stops sharing the rank's cores now.
-    if (coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send) {
+    // p2p_ack_us), after the receiver saw the data; other ops when their own thread sees the
+    // call complete (CollectiveSpec::wake_us). The thread is idle meanwhile, so it stops
+    // sharing the rank's cores now.
+    const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
+    const double later_us = acked ? recv_wake_us + coll_.p2p_ack_us : wake_delay_us(ps, pop);
+    if (later_us > 0) {
       if (slow_ && stages_[ps].holds[pop]) release_sms(ps, pop);
       if (pool_) leave_core(ps, pop);
-      schedule(ps, pop, now_ + coll_.p2p_ack_us);
+      schedule(ps, pop, now_ + later_us);
     } else {
       finish(ps, pop);
     }
   }
+}
+
+// A call that ends more than poll_spin_us after its rank posted it is seen when its sleeping
+// poller next tests (and, on shared cores, runs): wake_us later (CollectiveSpec::wake_us).
+double Engine::wake_delay_us(uint32_t s, OpId id) const {
+  return wake_ && now_ - stages_[s].posted[id] > coll_.poll_spin_us ? coll_.wake_us : 0.0;
 }
 
 // --- Compute beside communication --------------------------------------------------------
@@ -704,6 +728,7 @@ EngineOutput Engine::run() {
   share_.emplace(ir_);
   slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
   if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
+  wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
   size_t total_ops = 0;

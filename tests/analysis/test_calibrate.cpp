@@ -241,6 +241,16 @@ TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay
         ++calls;
     }
     CHECK(in.comm.size() == calls);
+    // Each call with its rank's wait for its last participant: none in the simulated step
+    // (it reports a call from when its sides met); 100 us for receives posted that early.
+    for (const CommSample& c : in.comm) CHECK(c.waited_us == 0.0);
+    StepResult early = sim.result;
+    for (OpTiming& t : early.ops)
+      if (ir.graph_for(t.rank).op(t.op).kind == OpKind::recv) t.start_us -= 100.0;
+    InSituSamples waited;
+    collect_in_situ(ir, early, "execution test", waited);
+    REQUIRE(waited.comm.size() == in.comm.size());
+    for (const CommSample& c : waited.comm) CHECK(c.waited_us == Approx(c.pattern == CommPattern::send_recv ? 100.0 : 0.0).margin(1e-9));
     if (ack == 0.0) continue;
 
     CalibrationResult r = synthetic_result(build_step_ir(test::scenario_from(cpu_scenario("cpu-host"))));
@@ -249,6 +259,38 @@ TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay
     CHECK(r.p2p_ack_us == Approx(ack));
     test::TempFile topo(topology_toml(r), "calibrated-ack.toml");
     CHECK(load_topology(topo.path()).collectives.p2p_ack_us == Approx(ack));
+  }
+}
+
+// CollectiveSpec::wake_us: executed calls that ended after their poller's spin window (their
+// rank's wait plus the fitted call time beyond exec::kPollSpinUs) set the wake time, the
+// others the per-call extra; with too few of either kind all of them set the extra alone.
+TEST_CASE("in situ, calls ending after the spin window set wake_us, the others the per-call extra", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  for (const int asleep : {25, 5}) {
+    CalibrationResult r = synthetic_result(base_ir);
+    const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+    for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0});
+    for (int i = 0; i < asleep; ++i)
+      r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + 314.5 + 20.0 * (i % 3 - 1), 1, exec::kPollSpinUs + 100.0});
+    fit_all(r);
+    CAPTURE(asleep);
+    REQUIRE(r.have_in_situ_comm());
+    test::TempFile topo(topology_toml(r), "calibrated-wake.toml");
+    const Topology t = load_topology(topo.path());
+    if (asleep >= 20) {
+      CHECK(r.in_situ_awake_calls == 30);
+      CHECK(r.in_situ_asleep_calls == 25);
+      CHECK(r.comm_in_situ_extra_us == Approx(14.5));
+      CHECK(r.wake_us == Approx(300.0));
+      CHECK(t.collectives.wake_us == Approx(300.0));
+    } else {
+      CHECK(r.in_situ_asleep_calls == 0);
+      CHECK(r.wake_us == 0.0);
+      CHECK(r.comm_in_situ_extra_us == Approx(17.0));  // the median of all 35
+      CHECK(t.collectives.wake_us == 0.0);
+    }
+    CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
   }
 }
 

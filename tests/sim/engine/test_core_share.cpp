@@ -1,10 +1,13 @@
 // paralab — shared cores on a CPU host (sim/engine/core_share.hpp, core_pool.hpp): the pool's
 // first-come-first-served grants, and the engine's closed forms when a node's ranks outnumber
 // its cores: compute waits for a core and then runs at full speed, a stage's ranks beyond the
-// cores take turns, a posted call's polling thread holds a core for its spin window.
+// cores take turns, a posted call's polling thread holds a core for its spin window; and a call
+// that ends after that window is seen when the sleeping poller wakes.
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine_test_util.hpp"
 #include "ir/error.hpp"
@@ -158,5 +161,42 @@ TEST_CASE("engine: a spinning communication thread holds a core for its window",
     CHECK(timing_of(r, r2, c)->start_us == Approx(spin + 1'000.0));
     CHECK(duration_of(r, r2, c) == Approx(10'000.0));
     CHECK(timing_of(r, r1, recv)->end_us >= 10'000.0);  // the send came after stage 0's op
+  }
+}
+
+// A call that ends more than poll_spin_us after its rank posted it is seen wake_us later
+// (CollectiveSpec::wake_us), and a send p2p_ack_us after its receive. Stage 0 sends after a
+// 10 ms op while stage 1's receive was posted at 0 (it waited 10 ms: asleep), or stage 1 posts
+// its receive after the 10 ms op while the send waits (the receive spins: seen at once). The
+// node has a core per rank, so only the wake moves the ends. Reference: the same step with no
+// wake time (or no spin window, which turns the wake off).
+TEST_CASE("engine: a call ending after its poller stopped spinning is seen wake_us later", "[engine][cores][closed-form]") {
+  constexpr double kWake = 300.0, kAck = 100.0;
+  for (const bool receiver_waits : {true, false}) {
+    auto run = [&](double spin, double wake) {
+      Scenario s = cpu_node(1, 2, 2, spin);
+      s.topology.collectives.wake_us = wake;
+      s.topology.collectives.p2p_ack_us = kAck;
+      GraphBuilder b0(0), b1(1);
+      const BufferId out = b0.buffer("out", 1024, DType::f32, MemCategory::activations, true);
+      const BufferId in = b1.buffer("in", 1024, DType::f32, MemCategory::activations, true);
+      const OpId a = receiver_waits ? timed(s, b0, 10'000) : timed(s, b1, 10'000);
+      const OpId send = transfer(b0, true, out, receiver_waits ? std::vector<OpId>{a} : std::vector<OpId>{});
+      const OpId recv = transfer(b1, false, in, receiver_waits ? std::vector<OpId>{} : std::vector<OpId>{a});
+      const StepIR ir = wrap(s, {b0.finish(), b1.finish()});
+      const StepResult r = simulate(ir).result;
+      const int64_t r1 = ir.layout.representative(1);
+      return std::pair{timing_of(r, 0, send)->end_us, timing_of(r, r1, recv)->end_us};
+    };
+    CAPTURE(receiver_waits);
+    const auto [send0, recv0] = run(500.0, 0.0);
+    CHECK(send0 - recv0 == Approx(kAck));
+    CHECK(recv0 > 10'000.0);
+    const auto [send1, recv1] = run(500.0, kWake);
+    CHECK(recv1 - recv0 == Approx(receiver_waits ? kWake : 0.0));
+    CHECK(send1 - recv1 == Approx(kAck));
+    const auto [send2, recv2] = run(0.0, kWake);  // no spin window: nothing sleeps
+    CHECK(recv2 == Approx(recv0));
+    CHECK(send2 == Approx(send0));
   }
 }

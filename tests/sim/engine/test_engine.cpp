@@ -88,8 +88,8 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
 
 // The CPU executor's worker threads (docs/simulator.md, "Dispatch and hand-offs"): an op
 // released by its stream predecessor starts dispatch_us after it, one released by a
-// dependency on another stream stream_handoff_us after that, and a collective over more than
-// one rank also waits sync_skew_us for its last member.
+// dependency on another stream stream_handoff_us after that, and a collective (or a ring
+// shift) over more than one rank also waits sync_skew_us for its last member.
 TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival skew", "[engine][closed-form]") {
   Scenario s = cluster(2, 1, 1);
   s.topology.device.dispatch_us = 3;
@@ -103,6 +103,16 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   const OpId d = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // c ended long before b: a hand-off
   const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {b});
   const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // released by e on another stream
+  // A ring shift within the stage synchronizes its members like a collective.
+  const BufferId y = h.b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
+  OpSpec ring;
+  ring.kind = OpKind::sendrecv;
+  ring.stream = Stream::cp_comm;
+  ring.name = "ring";
+  ring.reads = ring.writes = {h.b.whole(y)};
+  ring.attrs = P2PAttrs{GroupKind::tp, 1, -1, 4096, 9, 1};
+  ring.extra_deps = {f};
+  const OpId g = h.b.add(std::move(ring));
   const StepIR ir = wrap(s, {h.b.finish()});
   const StepResult r = simulate(ir).result;
   CHECK(timing_of(r, 0, a)->start_us == 0.0);
@@ -113,6 +123,7 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   const double e_end = timing_of(r, 0, e)->end_us;
   CHECK(e_end > timing_of(r, 0, e)->start_us);
   CHECK(timing_of(r, 0, f)->start_us == Approx(e_end + 7.0));
+  CHECK(timing_of(r, 0, g)->start_us == Approx(timing_of(r, 0, f)->end_us + 7.0 + 11.0));
 
   // All three at 0 (every GPU topology): ops start when their constraints end.
   Scenario z = s;
@@ -121,6 +132,7 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   CHECK(timing_of(r0, 0, b)->start_us == 10'000.0);
   CHECK(timing_of(r0, 0, e)->start_us == 30'000.0);
   CHECK(timing_of(r0, 0, f)->start_us == timing_of(r0, 0, e)->end_us);
+  CHECK(timing_of(r0, 0, g)->start_us == timing_of(r0, 0, f)->end_us);
 }
 
 // A CPU rank's communication thread shares its core with the compute thread (Linux CFS gives
