@@ -22,16 +22,11 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <map>
-#include <optional>
-#include <queue>
 #include <string>
 
 #include "ir/error.hpp"
-#include "sim/engine/core_pool.hpp"
-#include "sim/engine/core_share.hpp"
-#include "sim/engine/invariants.hpp"
+#include "sim/engine/engine_state.hpp"
 
 namespace paralab::sim {
 
@@ -42,24 +37,6 @@ double RankMemory::resident_total() const {
 }
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr uint32_t kNone = UINT32_MAX;
-
-// What an event does: the op finishes, starts (after a dispatch or hand-off delay), or its
-// communication thread stops spinning and sleeps (CollectiveSpec::poll_spin_us).
-enum class EventKind : uint8_t { finish, start, spin_end };
-struct Event {
-  double t;
-  uint64_t seq;
-  uint32_t stage;
-  OpId op;
-  EventKind kind = EventKind::finish;
-};
-struct EventLater {
-  bool operator()(const Event& a, const Event& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
-};
 
 sim::CollKind to_sim(paralab::CollKind k) {
   switch (k) {
@@ -74,153 +51,9 @@ sim::CollKind to_sim(paralab::CollKind k) {
 
 bool joins_stages(GroupKind g) { return g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world; }
 
-// Ops finished together when the last of `remaining` things happens (network calls, or
-// arrivals of the stages of a cross-stage collective).
-struct Join {
-  uint32_t remaining = 0;
-  uint32_t first = 0;  // into parts_
-  uint32_t count = 0;
-};
+}  // namespace
 
-struct StageState {
-  const StepGraph* g = nullptr;
-  int64_t stage = 0, rank = 0;
-  std::vector<double> dur;
-  std::vector<uint32_t> waiting;
-  std::vector<uint32_t> dep_begin;  // CSR of dependents: dependents[dep_begin[i] .. dep_begin[i+1])
-  std::vector<OpId> dependents;
-  std::vector<double> start, end;
-  std::vector<uint8_t> done;
-  std::vector<double> buffer_bytes;
-  std::array<double, kMemCategories> live{};
-  double live_total = 0;
-  RankMemory mem;
-  size_t finished = 0;
-  // Per group kind: the representative's group members and a reusable request.
-  std::array<std::vector<int64_t>, static_cast<size_t>(GroupKind::kCount)> members;
-  std::array<bool, static_cast<size_t>(GroupKind::kCount)> have_members{};
-  std::map<uint32_t, uint32_t> tag_seen;  // cross-stage collectives: occurrences per tag
-  // Compute beside communication (Engine::slow_): compute ops in flight with the work they
-  // have left at full speed, the SMs communication kernels hold, the resulting rate, and per
-  // op the SMs its communication kernel holds (0: none now) and the sequence number of its
-  // current completion event.
-  struct Running {
-    OpId op;
-    double left_us, since_us;
-  };
-  std::vector<Running> running;
-  int64_t held_sms = 0;
-  double rate = 1.0;
-  std::vector<uint16_t> holds;
-  std::vector<uint64_t> ev_seq;
-  // Shared cores (Engine::pool_): per op whether it holds a core of the node's pool or waits
-  // for one, and until when a communication op's thread busy-polls (us; its call's end or the
-  // end of its spin window, whichever is first).
-  enum class Core : uint8_t { none, held, queued };
-  std::vector<Core> core;
-  std::vector<double> spin_until;
-  // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us).
-  std::vector<double> posted;
-  std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
-  // Invariant checks only (EngineOptions::check_invariants): how often each op started and
-  // finished, and each buffer's lifecycle.
-  std::vector<uint32_t> starts_n, finishes_n;
-  std::vector<BufferState> buf_state;
-};
-
-class Engine {
- public:
-  Engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net, const EngineOptions& opt)
-      : ir_(ir), compute_(compute), net_(net), opt_(opt) {}
-
-  EngineOutput run();
-
- private:
-  void init_stage(StageState& st, int64_t stage);
-  void make_ready(uint32_t s, OpId op);
-  void finish(uint32_t s, OpId op);
-  void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, EventKind::finish}); }
-  // `op` has nothing left to wait for since now (the last thing it waited for was `after`).
-  void release(uint32_t s, OpId op, OpId after);
-  void start_compute(uint32_t s, OpId op);
-  bool stale(const Event& e) const;
-  void compute_done(uint32_t s, OpId op);
-  void hold_sms(uint32_t s, OpId op, int64_t sms);
-  void release_sms(uint32_t s, OpId op);
-  void set_rate(uint32_t s);
-  // Shared cores (pool_).
-  void claim_core(uint32_t s, OpId op);
-  void run_on_core(uint32_t s, OpId op);
-  void release_core(uint32_t s, OpId op);
-  void leave_core(uint32_t s, OpId op);
-  int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
-  void on_call_done(uint64_t handle);
-  [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
-  uint32_t new_join(uint32_t remaining) {
-    joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
-    return static_cast<uint32_t>(joins_.size() - 1);
-  }
-  void add_part(uint32_t j, uint32_t s, OpId op) {
-    parts_.emplace_back(s, op);
-    ++joins_[j].count;
-  }
-  void bind(uint64_t handle, uint32_t j) {
-    if (handle >= handle_join_.size()) handle_join_.resize(std::max<size_t>(handle + 1, handle_join_.size() * 2), kNone);
-    handle_join_[handle] = j;
-  }
-  const std::vector<int64_t>& members(StageState& st, GroupKind g) {
-    const auto gi = static_cast<size_t>(g);
-    if (!st.have_members[gi]) {
-      st.members[gi] = ir_.layout.members(g, st.rank);
-      st.have_members[gi] = true;
-    }
-    return st.members[gi];
-  }
-  void start_collective(uint32_t s, OpId op, const CollectiveAttrs& c);
-  void start_cross_stage(uint32_t s, OpId op, const CollectiveAttrs& c);
-  void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
-  void start_ring(uint32_t s, OpId op, const P2PAttrs& p);
-  [[noreturn]] void report_deadlock() const;
-  void check_end_of_step() const;
-
-  const StepIR& ir_;
-  const ComputeModel& compute_;
-  NetworkModel& net_;
-  EngineOptions opt_;
-  bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
-  std::optional<CoreShare> share_;
-  std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
-  bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
-  double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
-  CollectiveSpec coll_;
-  bool check_ = false;
-  std::vector<StageState> stages_;
-  std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
-  uint64_t seq_ = 0;
-  double now_ = 0;
-  double capacity_ = 0;
-  int64_t events_ = 0;
-  CommRequest req_;  // reused for every call (its member vector keeps its capacity)
-
-  std::vector<Join> joins_;
-  std::vector<std::pair<uint32_t, OpId>> parts_;
-  std::vector<uint32_t> handle_join_;
-  // Pipeline transfers waiting for their other side: tag -> (stage, op, is_send). Tags are
-  // dense above kTagP2PBase (ir/stage_builder.cpp); others go to the map.
-  struct Half {
-    uint32_t stage = kNone;
-    OpId op = 0;
-    bool is_send = false;
-  };
-  std::vector<Half> p2p_dense_;
-  std::map<uint32_t, Half> p2p_sparse_;
-  // Cross-stage collectives waiting for stages: (tag, occurrence) -> arrivals so far.
-  struct Arrivals {
-    uint32_t expected = 0;
-    std::vector<std::pair<uint32_t, OpId>> parts;
-  };
-  std::map<std::pair<uint32_t, uint32_t>, Arrivals> cross_;
-};
+namespace detail {
 
 void Engine::init_stage(StageState& st, int64_t stage) {
   const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
@@ -552,131 +385,6 @@ double Engine::wake_delay_us(uint32_t s, OpId id) const {
   return wake_ && now_ - stages_[s].posted[id] > coll_.poll_spin_us ? coll_.wake_us : 0.0;
 }
 
-// --- Compute beside communication --------------------------------------------------------
-
-void Engine::start_compute(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  if (pool_) {
-    claim_core(s, id);
-    return;
-  }
-  if (!slow_) {
-    schedule(s, id, now_ + st.dur[id]);
-    return;
-  }
-  st.running.push_back(StageState::Running{id, st.dur[id], now_});
-  st.ev_seq[id] = seq_;
-  schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
-}
-
-// A compute op's completion event is stale when the op was rescheduled after it was pushed.
-bool Engine::stale(const Event& e) const {
-  const StageState& st = stages_[e.stage];
-  return !is_comm(st.g->ops[e.op].kind) && st.ev_seq[e.op] != e.seq;
-}
-
-void Engine::compute_done(uint32_t s, OpId id) {
-  auto& run = stages_[s].running;
-  for (size_t i = 0; i < run.size(); ++i)
-    if (run[i].op == id) {
-      run[i] = run.back();
-      run.pop_back();
-      return;
-    }
-}
-
-// SMs a collective's kernel holds: NCCL's channels for a group within one node or across nodes.
-int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& m) {
-  int8_t& intra = stages_[s].intra_node[static_cast<size_t>(g)];
-  if (intra < 0) {
-    const int64_t per_node = std::max<int64_t>(1, ir_.layout.devices_per_node());
-    intra = 1;
-    for (int64_t r : m)
-      if (r / per_node != m.front() / per_node) intra = 0;
-  }
-  return intra ? coll_.intra_sms : coll_.inter_sms;
-}
-
-void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
-  if (sms <= 0) return;
-  StageState& st = stages_[s];
-  st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
-  st.held_sms += st.holds[id];
-  set_rate(s);
-}
-
-void Engine::release_sms(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  st.held_sms -= st.holds[id];
-  st.holds[id] = 0;
-  set_rate(s);
-}
-
-// Compute progresses at the rate core_share.hpp gives for what communication holds (SMs left
-// free, or a share of the rank's cores): every compute op in flight on the stage is
-// rescheduled when it changes.
-void Engine::set_rate(uint32_t s) {
-  StageState& st = stages_[s];
-  const double rate = share_->rate(st.held_sms);
-  if (rate == st.rate) return;
-  for (StageState::Running& r : st.running) {
-    r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
-    r.since_us = now_;
-    st.ev_seq[r.op] = seq_;
-    schedule(s, r.op, now_ + r.left_us / rate);
-  }
-  st.rate = rate;
-}
-
-// --- Shared cores (core_pool.hpp) ----------------------------------------------------------
-
-// A compute op, or a posted communication op's polling thread, asks its node for cores: as
-// many as the stage has ranks there (they run it together), at most the node's.
-void Engine::claim_core(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  if (is_comm(st.g->ops[id].kind)) st.spin_until[id] = now_ + share_->spin_us();
-  if (pool_->acquire(share_->node_of_stage(s), CorePool::Claim{s, id, share_->claim_cores(s)})) run_on_core(s, id);
-  else st.core[id] = StageState::Core::queued;
-}
-
-// A claim was granted now. A compute op runs: when the stage's ranks on the node outnumber its
-// cores they take turns, each at full speed, so the op holds the cores for ranks / cores times
-// its duration and the representative's own turn is the last (its op starts that much later:
-// what each rank measures is the op's duration, the turns before it are waiting). A polling
-// thread spins until its window or its call ends, or gives the core straight back if that
-// has passed.
-void Engine::run_on_core(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  st.core[id] = StageState::Core::held;
-  if (is_comm(st.g->ops[id].kind)) {
-    if (now_ >= st.spin_until[id]) release_core(s, id);
-    else heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
-    return;
-  }
-  const double end = now_ + st.dur[id] * share_->turns(s);
-  st.start[id] = end - st.dur[id];  // the executor's op begins once its thread runs
-  schedule(s, id, end);
-}
-
-void Engine::release_core(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  if (st.core[id] != StageState::Core::held) return;
-  st.core[id] = StageState::Core::none;
-  // Local: run_on_core may release again (a thread whose window passed while it waited).
-  std::vector<CorePool::Claim> granted;
-  pool_->release(share_->node_of_stage(s), share_->claim_cores(s), granted);
-  for (const CorePool::Claim& c : granted) run_on_core(c.stage, c.op);
-}
-
-// The op is done with its core (a compute op ended, a call ended, or its op finished): it gives
-// the core back if it holds one; a polling thread still queued gives it straight back when
-// granted (its window now ends here).
-void Engine::leave_core(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  st.spin_until[id] = std::min(st.spin_until[id], now_);
-  release_core(s, id);
-}
-
 void Engine::report_deadlock() const {
   std::string msg = "engine: the step cannot complete (dependency cycle or unmatched communication):";
   for (const StageState& st : stages_) {
@@ -792,10 +500,10 @@ EngineOutput Engine::run() {
   return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 EngineOutput run_engine(const StepIR& ir, const ComputeModel& compute, NetworkModel& net, const EngineOptions& options) {
-  Engine e(ir, compute, net, options);
+  detail::Engine e(ir, compute, net, options);
   return e.run();
 }
 

@@ -1,0 +1,137 @@
+// paralab — the engine's processors (semantics in engine.hpp, docs/simulator.md "Compute beside
+// communication" and "Shared cores"): compute slowed by communication holding SMs or a rank's
+// cores (core_share.hpp), and a node's cores as a first-come-first-served pool (core_pool.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "sim/engine/engine_state.hpp"
+
+namespace paralab::sim::detail {
+
+// --- Compute beside communication --------------------------------------------------------
+
+void Engine::start_compute(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (pool_) {
+    claim_core(s, id);
+    return;
+  }
+  if (!slow_) {
+    schedule(s, id, now_ + st.dur[id]);
+    return;
+  }
+  st.running.push_back(StageState::Running{id, st.dur[id], now_});
+  st.ev_seq[id] = seq_;
+  schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
+}
+
+// A compute op's completion event is stale when the op was rescheduled after it was pushed.
+bool Engine::stale(const Event& e) const {
+  const StageState& st = stages_[e.stage];
+  return !is_comm(st.g->ops[e.op].kind) && st.ev_seq[e.op] != e.seq;
+}
+
+void Engine::compute_done(uint32_t s, OpId id) {
+  auto& run = stages_[s].running;
+  for (size_t i = 0; i < run.size(); ++i)
+    if (run[i].op == id) {
+      run[i] = run.back();
+      run.pop_back();
+      return;
+    }
+}
+
+// SMs a collective's kernel holds: NCCL's channels for a group within one node or across nodes.
+int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& m) {
+  int8_t& intra = stages_[s].intra_node[static_cast<size_t>(g)];
+  if (intra < 0) {
+    const int64_t per_node = std::max<int64_t>(1, ir_.layout.devices_per_node());
+    intra = 1;
+    for (int64_t r : m)
+      if (r / per_node != m.front() / per_node) intra = 0;
+  }
+  return intra ? coll_.intra_sms : coll_.inter_sms;
+}
+
+void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
+  if (sms <= 0) return;
+  StageState& st = stages_[s];
+  st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
+  st.held_sms += st.holds[id];
+  set_rate(s);
+}
+
+void Engine::release_sms(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  st.held_sms -= st.holds[id];
+  st.holds[id] = 0;
+  set_rate(s);
+}
+
+// Compute progresses at the rate core_share.hpp gives for what communication holds (SMs left
+// free, or a share of the rank's cores): every compute op in flight on the stage is
+// rescheduled when it changes.
+void Engine::set_rate(uint32_t s) {
+  StageState& st = stages_[s];
+  const double rate = share_->rate(st.held_sms);
+  if (rate == st.rate) return;
+  for (StageState::Running& r : st.running) {
+    r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
+    r.since_us = now_;
+    st.ev_seq[r.op] = seq_;
+    schedule(s, r.op, now_ + r.left_us / rate);
+  }
+  st.rate = rate;
+}
+
+// --- Shared cores (core_pool.hpp) ----------------------------------------------------------
+
+// A compute op, or a posted communication op's polling thread, asks its node for cores: as
+// many as the stage has ranks there (they run it together), at most the node's.
+void Engine::claim_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (is_comm(st.g->ops[id].kind)) st.spin_until[id] = now_ + share_->spin_us();
+  if (pool_->acquire(share_->node_of_stage(s), CorePool::Claim{s, id, share_->claim_cores(s)})) run_on_core(s, id);
+  else st.core[id] = StageState::Core::queued;
+}
+
+// A claim was granted now. A compute op runs: when the stage's ranks on the node outnumber its
+// cores they take turns, each at full speed, so the op holds the cores for ranks / cores times
+// its duration and the representative's own turn is the last (its op starts that much later:
+// what each rank measures is the op's duration, the turns before it are waiting). A polling
+// thread spins until its window or its call ends, or gives the core straight back if that
+// has passed.
+void Engine::run_on_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  st.core[id] = StageState::Core::held;
+  if (is_comm(st.g->ops[id].kind)) {
+    if (now_ >= st.spin_until[id]) release_core(s, id);
+    else heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
+    return;
+  }
+  const double end = now_ + st.dur[id] * share_->turns(s);
+  st.start[id] = end - st.dur[id];  // the executor's op begins once its thread runs
+  schedule(s, id, end);
+}
+
+void Engine::release_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  if (st.core[id] != StageState::Core::held) return;
+  st.core[id] = StageState::Core::none;
+  // Local: run_on_core may release again (a thread whose window passed while it waited).
+  std::vector<CorePool::Claim> granted;
+  pool_->release(share_->node_of_stage(s), share_->claim_cores(s), granted);
+  for (const CorePool::Claim& c : granted) run_on_core(c.stage, c.op);
+}
+
+// The op is done with its core (a compute op ended, a call ended, or its op finished): it gives
+// the core back if it holds one; a polling thread still queued gives it straight back when
+// granted (its window now ends here).
+void Engine::leave_core(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  st.spin_until[id] = std::min(st.spin_until[id], now_);
+  release_core(s, id);
+}
+
+}  // namespace paralab::sim::detail
