@@ -105,16 +105,17 @@ void fit_all(CalibrationResult& r) {
     // enough calls of both kinds to be a median.
     constexpr size_t kMinWakeCalls = 20;
     const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
-    std::vector<double> awake, asleep, all;
+    std::vector<double> awake, asleep;
     for (const CommSample& c : r.in_situ.comm) {
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       (spin_us > 0 && c.waited_us + fit_us > spin_us ? asleep : awake).push_back(c.time_us - fit_us);
-      all.push_back(c.time_us - fit_us);
     }
-    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(std::move(all), 0.5));
+    std::vector<double> all = awake;
+    all.insert(all.end(), asleep.begin(), asleep.end());
+    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(all, 0.5));
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     if (!split) {
-      awake.insert(awake.end(), asleep.begin(), asleep.end());
+      awake = std::move(all);
       asleep.clear();
     }
     r.in_situ_awake_calls = awake.size();

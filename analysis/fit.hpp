@@ -91,7 +91,7 @@ struct CommSample {
   double bytes = 0;    // per rank, as the IR counts them (docs/network.md, "API")
   double time_us = 0;
   double weight = 1;   // e.g. how often the calls of this size occur in the scenarios measured
-  double waited_us = 0;// in situ: from this rank posting the call to its last participant's arrival
+  double waited_us = 0; // in situ: from this rank posting the call to its last participant's arrival
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

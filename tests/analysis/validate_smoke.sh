@@ -21,7 +21,18 @@ for key in '"predicted"' '"measured"' '"step_time_error_pct"' '"op_mape_pct"' '"
 done
 grep -q "calibrating this machine" "$work/err.txt" || { echo "no calibration was made"; cat "$work/err.txt"; exit 1; }
 test -s "$work/report.html" || { echo "no report"; exit 1; }
-test -s "$work/traces/predicted.json" && test -s "$work/traces/measured-0.json" || { echo "no traces kept"; exit 1; }
+test -s "$work/traces/predicted.json" && test -s "$work/traces/measured-0.json" && test -s "$work/traces/measured.json" || {
+  echo "no traces kept"; ls "$work/traces"; exit 1; }
+# The compared measurement scores another prediction as validate scored this one.
+"$paralab" compare "$work/traces/predicted.json" "$work/traces/measured.json" --json >"$work/cmp.json" || {
+  echo "compare of the kept traces failed"; exit 1; }
+python3 - "$work/out.json" "$work/cmp.json" <<'PY' || exit 1
+import json, sys
+v, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+runs = v["execute"]["runs"]
+assert 1 <= runs <= 15, "default runs %d outside 1-15" % runs
+assert abs(c["op_mape_pct"] - v["op_mape_pct"]) < 1e-6 * max(1.0, v["op_mape_pct"]), (c["op_mape_pct"], v["op_mape_pct"])
+PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 
 "$paralab" validate "$scenario" --backend cpu --steps 1 --runs 2 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
