@@ -147,7 +147,9 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
-  if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
+  // The representative arrives last at a call within the stage; its members posted it
+  // sync_skew_us earlier on average, and their spin windows began then.
+  if (wake_ && is_comm(op.kind)) st.posted[id] = now_ - arrival_skew_us(s, op);
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   switch (op.kind) {
     case OpKind::collective: {
@@ -338,13 +340,17 @@ void Engine::finish(uint32_t s, OpId id) {
 void Engine::release(uint32_t s, OpId id, OpId after) {
   const StepGraph& g = *stages_[s].g;
   const Op& op = g.ops[id];
-  double delay = op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_;
-  if (coll_.sync_skew_us > 0 && (op.kind == OpKind::collective || op.kind == OpKind::sendrecv)) {
-    const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
-    if (within_stage(gk) && members(stages_[s], gk).size() > 1) delay += coll_.sync_skew_us;
-  }
+  const double delay = (op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_) + arrival_skew_us(s, op);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
+}
+
+// CollectiveSpec::sync_skew_us for a collective or ring shift within the stage over more than
+// one rank; 0 for other ops.
+double Engine::arrival_skew_us(uint32_t s, const Op& op) {
+  if (coll_.sync_skew_us <= 0 || (op.kind != OpKind::collective && op.kind != OpKind::sendrecv)) return 0.0;
+  const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
+  return within_stage(gk) && members(stages_[s], gk).size() > 1 ? coll_.sync_skew_us : 0.0;
 }
 
 void Engine::on_call_done(uint64_t handle) {

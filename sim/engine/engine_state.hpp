@@ -119,6 +119,7 @@ class Engine {
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
+  double arrival_skew_us(uint32_t s, const Op& op);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
     return static_cast<uint32_t>(joins_.size() - 1);
