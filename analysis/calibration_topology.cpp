@@ -191,7 +191,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (d.kind == DeviceKind::cpu) {
     t.node.cores = r.host.cores;
     t.collectives.poll_spin_us = exec::kPollSpinUs;
-    if (r.have_in_situ_comm() && r.in_situ_asleep_calls > 0) t.collectives.wake_us = r.wake_us;
+    if (r.in_situ_asleep_calls > 0) t.collectives.wake_us = r.wake_us;  // measured (fit_all)
   }
   if (r.have_comm_fit) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
@@ -419,14 +419,14 @@ std::string topology_toml(const CalibrationResult& r) {
   in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, r.in_situ.skew_us, "wait for a collective's last member");
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
-  if (cpu && r.in_situ_asleep_calls > 0) {
+  if (cpu) {
     std::snprintf(buf, sizeof buf,
                   "in situ: median beyond the fit of %zu calls ending after their spin window, less launch's in-situ part (all calls: %.3g us)",
                   r.in_situ_asleep_calls, r.comm_in_situ_extra_all_us);
-    kv("wake_us", fnum(t.collectives.wake_us), buf);
-  } else if (cpu) {
-    kv("wake_us", fnum(t.collectives.wake_us), r.have_in_situ_comm() ? "too few executed calls ended after their spin window to measure it"
-                                                                     : "from the base topology");
+    kv("wake_us", fnum(t.collectives.wake_us),
+       r.in_situ_asleep_calls > 0 ? buf
+       : r.have_in_situ_comm()    ? "too few executed calls ended after their spin window to measure it"
+                                  : "from the base topology");
   }
   line("");
 

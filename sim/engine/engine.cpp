@@ -363,7 +363,7 @@ void Engine::on_call_done(uint64_t handle) {
   // A transfer's receive: how much later than now its thread sees the data (a send's
   // acknowledgement follows that).
   double recv_wake_us = 0;
-  for (uint32_t i = 0; i < jn.count; ++i) {
+  for (uint32_t i = 0; wake_ && i < jn.count; ++i) {
     const auto [ps, pop] = parts_[jn.first + i];
     if (stages_[ps].g->ops[pop].kind == OpKind::recv) recv_wake_us = wake_delay_us(ps, pop);
   }

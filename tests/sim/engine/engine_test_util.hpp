@@ -85,6 +85,34 @@ inline OpId timed_op(Scenario& s, GraphBuilder& b, int64_t& next_shape, Stream s
   return b.add(std::move(o));
 }
 
+// A collective over `group` reading and writing `rw`, released after `after`.
+inline OpId collective_op(GraphBuilder& b, paralab::CollKind kind, GroupKind group, int64_t bytes, uint32_t tag,
+                          std::vector<TensorRef> rw, Stream stream, std::vector<OpId> after = {}) {
+  OpSpec o;
+  o.kind = OpKind::collective;
+  o.stream = stream;
+  o.name = "coll";
+  o.reads = rw;
+  o.writes = std::move(rw);
+  o.attrs = paralab::CollectiveAttrs{kind, group, ReduceOp::sum, bytes, tag};
+  o.extra_deps = std::move(after);
+  return b.add(std::move(o));
+}
+
+// A pipeline send (to the next stage, reading `rw`) or receive (from the previous, writing it).
+inline OpId p2p_op(GraphBuilder& b, bool send, int64_t bytes, uint32_t tag, std::vector<TensorRef> rw,
+                   std::vector<OpId> after = {}) {
+  OpSpec o;
+  o.kind = send ? OpKind::send : OpKind::recv;
+  o.stream = send ? Stream::pp_send : Stream::pp_recv;
+  o.name = send ? "send" : "recv";
+  if (send) o.reads = std::move(rw);
+  else o.writes = std::move(rw);
+  o.attrs = P2PAttrs{GroupKind::pp, send ? 1 : 0, send ? 0 : -1, bytes, tag, 1};
+  o.extra_deps = std::move(after);
+  return b.add(std::move(o));
+}
+
 // A small GPT scenario (TOML text); tests override keys with --set.
 inline std::string small_gpt(int nodes = 1) {
   return "[model]\npreset = \"tiny\"\n[training]\nglobal_batch_size = 8\nmicro_batch_size = 1\n"

@@ -41,15 +41,7 @@ int64_t next_shape = 5000;
 OpId timed(Scenario& s, GraphBuilder& b, double us) { return timed_op(s, b, next_shape, Stream::compute, us); }
 
 OpId transfer(GraphBuilder& b, bool send, BufferId buf, std::vector<OpId> after = {}) {
-  OpSpec o;
-  o.kind = send ? OpKind::send : OpKind::recv;
-  o.stream = send ? Stream::pp_send : Stream::pp_recv;
-  o.name = send ? "send" : "recv";
-  if (send) o.reads = {b.whole(buf)};
-  else o.writes = {b.whole(buf)};
-  o.attrs = P2PAttrs{GroupKind::pp, send ? 1 : 0, send ? 0 : -1, 4096, kTagP2PBase, 1};
-  o.extra_deps = std::move(after);
-  return b.add(std::move(o));
+  return p2p_op(b, send, 4096, kTagP2PBase, {b.whole(buf)}, std::move(after));
 }
 
 }  // namespace
@@ -214,14 +206,7 @@ TEST_CASE("engine: a call's spin window counts the arrival skew of its members",
     GraphBuilder b(0);
     const BufferId x = b.buffer("x", 1024, DType::f32, MemCategory::activations, true);
     const OpId a = timed(s, b, 1'000);
-    OpSpec o;
-    o.kind = OpKind::collective;
-    o.stream = Stream::tp_comm;
-    o.name = "all_reduce";
-    o.reads = o.writes = {b.whole(x)};
-    o.attrs = paralab::CollectiveAttrs{paralab::CollKind::all_reduce, GroupKind::tp, ReduceOp::sum, 4096, 7};
-    o.extra_deps = {a};
-    const OpId c = b.add(std::move(o));
+    const OpId c = collective_op(b, paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {b.whole(x)}, Stream::tp_comm, {a});
     const StepResult r = simulate(wrap(s, {b.finish()})).result;
     CHECK(timing_of(r, 0, c)->start_us >= 1'000.0 + kSkew);
     return duration_of(r, 0, c);

@@ -31,26 +31,10 @@ struct Hand {
   }
   OpId collective(paralab::CollKind kind, GroupKind group, int64_t bytes, uint32_t tag, std::vector<TensorRef> rw,
                   Stream stream, std::vector<OpId> after = {}) {
-    OpSpec o;
-    o.kind = OpKind::collective;
-    o.stream = stream;
-    o.name = "coll";
-    o.reads = rw;
-    o.writes = rw;
-    o.attrs = CollectiveAttrs{kind, group, ReduceOp::sum, bytes, tag};
-    o.extra_deps = std::move(after);
-    return b.add(std::move(o));
+    return collective_op(b, kind, group, bytes, tag, std::move(rw), stream, std::move(after));
   }
   OpId p2p(bool send, int64_t bytes, uint32_t tag, std::vector<TensorRef> rw, std::vector<OpId> after = {}) {
-    OpSpec o;
-    o.kind = send ? OpKind::send : OpKind::recv;
-    o.stream = send ? Stream::pp_send : Stream::pp_recv;
-    o.name = send ? "send" : "recv";
-    if (send) o.reads = rw;
-    else o.writes = rw;
-    o.attrs = P2PAttrs{GroupKind::pp, send ? 1 : 0, send ? 0 : -1, bytes, tag, 1};
-    o.extra_deps = std::move(after);
-    return b.add(std::move(o));
+    return p2p_op(b, send, bytes, tag, std::move(rw), std::move(after));
   }
 };
 
