@@ -147,9 +147,12 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
-  // The representative arrives last at a call within the stage; its members posted it
-  // sync_skew_us earlier on average, and their spin windows began then.
-  if (wake_ && is_comm(op.kind)) st.posted[id] = now_ - arrival_skew_us(s, op);
+  // The spin window counts from the representative's own post. It arrives last at a call
+  // within the stage, as the executed call's last member, whose wait calibrate counts as 0:
+  // the mean skew (sync_skew_us) is heavy-tailed (quickstart: mean 1,551 us, median 0.05 us),
+  // and counting the window from it put every call to sleep (bench/results/validate_cpu.md,
+  // "seventh session").
+  if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   switch (op.kind) {
     case OpKind::collective: {

@@ -193,11 +193,11 @@ TEST_CASE("engine: a call ending after its poller stopped spinning is seen wake_
   }
 }
 
-// A collective within the stage: the representative arrives last, its members posted it
-// sync_skew_us earlier on average, so their spin windows end that much sooner. With the call
-// itself shorter than the window but call + skew longer, it is seen wake_us late; with the
-// window longer than both, at once.
-TEST_CASE("engine: a call's spin window counts the arrival skew of its members", "[engine][cores][closed-form]") {
+// A collective within the stage: the representative arrives last, after waiting sync_skew_us
+// for its members, and its spin window counts from its own post (the executed call's last
+// member waits 0). A call shorter than the window is not moved by the skew before it; one
+// longer than the window is seen wake_us late.
+TEST_CASE("engine: a call's spin window counts from the representative's own post", "[engine][cores][closed-form]") {
   constexpr double kSkew = 100.0, kWake = 300.0;
   auto duration = [&](double spin, double wake) {
     Scenario s = cpu_node(2, 1, 2, spin);
@@ -206,14 +206,22 @@ TEST_CASE("engine: a call's spin window counts the arrival skew of its members",
     GraphBuilder b(0);
     const BufferId x = b.buffer("x", 1024, DType::f32, MemCategory::activations, true);
     const OpId a = timed(s, b, 1'000);
-    const OpId c = collective_op(b, paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {b.whole(x)}, Stream::tp_comm, {a});
+    OpSpec o;
+    o.kind = OpKind::collective;
+    o.stream = Stream::tp_comm;
+    o.name = "all_reduce";
+    o.reads = o.writes = {b.whole(x)};
+    o.attrs = paralab::CollectiveAttrs{paralab::CollKind::all_reduce, GroupKind::tp, ReduceOp::sum, 4096, 7};
+    o.extra_deps = {a};
+    const OpId c = b.add(std::move(o));
     const StepResult r = simulate(wrap(s, {b.finish()})).result;
     CHECK(timing_of(r, 0, c)->start_us >= 1'000.0 + kSkew);
     return duration_of(r, 0, c);
   };
   const double call_us = duration(1e5, 0.0);
   REQUIRE(call_us > 0.0);
-  CHECK(duration(call_us + kSkew / 2, kWake) == Approx(call_us + kWake));
+  CHECK(duration(call_us + kSkew / 2, kWake) == Approx(call_us));
   CHECK(duration(call_us + 2 * kSkew, kWake) == Approx(call_us));
-  CHECK(duration(call_us + kSkew / 2, 0.0) == Approx(call_us));
+  CHECK(duration(call_us / 2, kWake) == Approx(call_us + kWake));
+  CHECK(duration(call_us / 2, 0.0) == Approx(call_us));
 }
