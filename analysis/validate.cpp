@@ -242,13 +242,15 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // warm-up included, judged by the mean so far), at most kMaxAutoRuns. On a host whose ranks
   // share cores a communication op's single-run time spreads over 10x (bench/results/
   // validate_cpu.md, "sixth session"): its median over 15 runs is a reference a model can be
-  // scored against, over 3 it is not.
+  // scored against, over 3 it is not. At least kMinAutoRuns, so that even a long step (quickstart:
+  // 10 s) is compared at a median: its GEMM classes' MAPE was 11-14 % against one run and
+  // 7-8 % against the median of 3 (validate_cpu.md, "seventh session").
   constexpr double kRunBudgetS = 30.0;
-  constexpr int kMaxAutoRuns = 15;
+  constexpr int kMinAutoRuns = 3, kMaxAutoRuns = 15;
   const bool auto_runs = opts.runs <= 0;
   const int max_runs = auto_runs ? kMaxAutoRuns : opts.runs;
   for (int run = 0; run < max_runs; ++run) {
-    if (auto_runs && run > 0) {
+    if (auto_runs && run >= kMinAutoRuns) {
       const double spent = since(te);
       if (spent + spent / run > kRunBudgetS) break;
     }

@@ -29,7 +29,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per run, measured.json as compared (default: a temporary directory)"},
     {"--steps", true, "optimizer steps per execution, the last measured (default 2: one warm-up)"},
-    {"--runs", true, "executions; the median-step run is compared, each op at its median over runs (default: 1-15, ~30 s)"},
+    {"--runs", true, "executions; the median-step run is compared, each op at its median over runs (default: 3-15, ~30 s)"},
     {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
     {"--help", false, "this help"},
 };

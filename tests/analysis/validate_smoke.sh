@@ -30,7 +30,7 @@ python3 - "$work/out.json" "$work/cmp.json" <<'PY' || exit 1
 import json, sys
 v, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 runs = v["execute"]["runs"]
-assert 1 <= runs <= 15, "default runs %d outside 1-15" % runs
+assert 3 <= runs <= 15, "default runs %d outside 3-15" % runs
 assert abs(c["op_mape_pct"] - v["op_mape_pct"]) < 1e-6 * max(1.0, v["op_mape_pct"]), (c["op_mape_pct"], v["op_mape_pct"])
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
