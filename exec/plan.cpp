@@ -42,6 +42,13 @@ std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T) 
   return {plan.coord.tp * n, (plan.coord.tp + 1) * n};
 }
 
+std::pair<int64_t, int64_t> position_add_rows(const RankPlan& plan, int64_t T) {
+  const ModelShape& m = plan.ir->shape;
+  const int64_t b = std::max<int64_t>(m.micro_batch, 1), positions = T / b, n = std::max<int64_t>(m.tp, 1);
+  const int64_t t = plan.coord.tp;
+  return {positions * t / n * b, positions * (t + 1) / n * b};
+}
+
 AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a) {
   const AttentionDims x{a.batch, a.heads, a.kv_heads, a.head_dim, a.sq, m.qkv_cols(), m.attn_cols()};
   if (x.al != m.heads_local() || x.gl != m.groups_local() || x.d != m.head_dim || x.s != m.seq_local())

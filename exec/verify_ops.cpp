@@ -469,12 +469,13 @@ void OpChecker::after(const OpCall& call) {
       const KernelAttrs& k = *op.kernel();
       const int64_t h = k.cols;
       if (op.kind == OpKind::embedding_fwd) {
+        const auto [add0, add1] = position_add_rows(plan_, k.rows);  // this rank's share of the positions
         for (int64_t r = 0; r < k.rows; ++r) {
           const int64_t id = static_cast<int64_t>(R[0][static_cast<size_t>(r)]) - G.vstart;
           const int64_t pos = G.cp.position(r / G.b);
           for (int64_t c = 0; c < h; ++c) {
             double v = id >= 0 && id < G.V ? R[1][static_cast<size_t>(id * h + c)] : 0.0;
-            if (R.size() > 2 && G.tp == 0) v += R[2][static_cast<size_t>(pos * h + c)];
+            if (R.size() > 2 && r >= add0 && r < add1) v += R[2][static_cast<size_t>(pos * h + c)];
             check(0, r * h + c, v);
           }
         }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exec/cpu/cpu_math.hpp"
 #include "exec/plan.hpp"
@@ -410,13 +411,20 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     x.vocab_end = vstart + V;
     x.dtype = kdtype(dt);
     kernels::embedding_fwd_cpu(x);
-    // Learned positions, added once: the partial sums are all-reduced over tensor parallelism.
-    if (call.reads.size() > 2 && tp_index(ctx) == 0) {
+    // Learned positions, each added once over tensor parallelism (the partial sums are
+    // all-reduced): this rank's share of the positions, a row at a time in fp32.
+    if (call.reads.size() > 2) {
       const DType pt = call.plan.reads[2].dtype;
-      for (int64_t r = 0; r < T; ++r) {
+      const auto [r0, r1] = position_add_rows(ctx.plan, T);
+      std::vector<float> row(static_cast<size_t>(h)), add(static_cast<size_t>(h));
+      char* out = static_cast<char*>(call.writes[0]);
+      const char* pos_table = static_cast<const char*>(call.reads[2]);
+      for (int64_t r = r0; r < r1; ++r) {
         const int64_t pos = split.position(r / b);
-        for (int64_t c = 0; c < h; ++c)
-          store(call.writes[0], dt, r * h + c, load(call.writes[0], dt, r * h + c) + load(call.reads[2], pt, pos * h + c));
+        load_f32(out + r * h * bytes_of(dt), dt, h, row.data());
+        load_f32(pos_table + pos * h * bytes_of(pt), pt, h, add.data());
+        for (int64_t c = 0; c < h; ++c) row[static_cast<size_t>(c)] += add[static_cast<size_t>(c)];
+        store_f32(out + r * h * bytes_of(dt), dt, h, row.data());
       }
     }
     return;

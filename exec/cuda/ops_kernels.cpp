@@ -375,11 +375,15 @@ void embedding(const OpCall& call, CudaOpContext& ctx) {
     x.vocab_end = vstart + V;
     x.dtype = kdt(t);
     kernels::embedding_fwd_cuda(x, s);
-    if (call.reads.size() > 2 && tp_index(ctx) == 0) {  // learned positions, added once before the TP all-reduce
+    if (call.reads.size() > 2) {  // learned positions: this rank's share, summed by the TP all-reduce
       const DType pt = call.plan.reads[2].dtype;
-      for (const SeqPiece& p : pieces)
-        dev::add_positions(static_cast<char*>(call.writes[0]) + p.row0 * h * bytes_of(t), dt(t), call.reads[2], dt(pt),
-                           p.rows, h, b, p.position, s);
+      const auto [r0, r1] = position_add_rows(ctx.plan, T);
+      for (const SeqPiece& p : pieces) {
+        const int64_t first = std::max(r0, p.row0), last = std::min(r1, p.row0 + p.rows);
+        if (first >= last) continue;
+        dev::add_positions(static_cast<char*>(call.writes[0]) + first * h * bytes_of(t), dt(t), call.reads[2], dt(pt),
+                           last - first, h, b, p.position + (first - p.row0) / b, s);
+      }
     }
     return;
   }
