@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -205,6 +206,13 @@ class MpiTransport final : public Transport {
     int init = 0;
     MPI_Initialized(&init);
     if (!init) {
+      // Open MPI's nonblocking all-reduce (libnbc) takes a binomial reduce + broadcast for
+      // small buffers, whose root (communicator rank 0) sees the call end well after the other
+      // members: on cpu-tp2-pp2-gpipe (4 ranks, 2 cores) 251 against 63 us from the last
+      // arrival (medians, 6 runs). Its ring is symmetric (116 / 119 us), as the simulator's
+      // ring all-reduce and NCCL's are (bench/results/validate_cpu.md, "seventh session").
+      // Read by Open MPI at init; a value the user set wins; other MPI libraries ignore it.
+      setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
       int provided = 0;
       if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
         throw ExecError(-1, "MPI_Init_thread failed");
