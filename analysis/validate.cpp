@@ -244,7 +244,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // validate_cpu.md, "sixth session"): its median over 15 runs is a reference a model can be
   // scored against, over 3 it is not. At least kMinAutoRuns, so that even a long step (quickstart:
   // 10 s) is compared at a median: its GEMM classes' MAPE was 11-14 % against one run and
-  // 7-8 % against the median of 3 (validate_cpu.md, "seventh session").
+  // 7-9 % against the median of 3 (validate_cpu.md, "seventh session").
   constexpr double kRunBudgetS = 30.0;
   constexpr int kMinAutoRuns = 3, kMaxAutoRuns = 15;
   const bool auto_runs = opts.runs <= 0;

@@ -206,14 +206,7 @@ TEST_CASE("engine: a call's spin window counts from the representative's own pos
     GraphBuilder b(0);
     const BufferId x = b.buffer("x", 1024, DType::f32, MemCategory::activations, true);
     const OpId a = timed(s, b, 1'000);
-    OpSpec o;
-    o.kind = OpKind::collective;
-    o.stream = Stream::tp_comm;
-    o.name = "all_reduce";
-    o.reads = o.writes = {b.whole(x)};
-    o.attrs = paralab::CollectiveAttrs{paralab::CollKind::all_reduce, GroupKind::tp, ReduceOp::sum, 4096, 7};
-    o.extra_deps = {a};
-    const OpId c = b.add(std::move(o));
+    const OpId c = collective_op(b, paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {b.whole(x)}, Stream::tp_comm, {a});
     const StepResult r = simulate(wrap(s, {b.finish()})).result;
     CHECK(timing_of(r, 0, c)->start_us >= 1'000.0 + kSkew);
     return duration_of(r, 0, c);
