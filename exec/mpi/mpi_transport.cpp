@@ -133,10 +133,14 @@ class MpiComm final : public GroupComm {
     PARALAB_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     PARALAB_MPI_CHECK(MPI_Comm_rank(comm_, &index_));
     PARALAB_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    // The ring collectives' own communicator: their transfers never match a send_recv's.
+    PARALAB_MPI_CHECK(MPI_Comm_dup(comm_, &ring_));
+    PARALAB_MPI_CHECK(MPI_Comm_set_errhandler(ring_, MPI_ERRORS_RETURN));
   }
   ~MpiComm() override {
     int fin = 0;
     MPI_Finalized(&fin);
+    if (!fin && ring_ != MPI_COMM_NULL) MPI_Comm_free(&ring_);
     if (!fin && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
   [[nodiscard]] int size() const override { return size_; }
@@ -150,21 +154,43 @@ class MpiComm final : public GroupComm {
                                      types_.type(t), types_.op(t, op), comm_, &r));
     wait_all(1, &r, w);
   }
+  // All-gather and reduce-scatter run as rings of transfers (Patarasuk & Yuan, JPDC 69(2),
+  // 2009): n - 1 steps, in each every member sends one block to its successor and receives one
+  // from its predecessor, so all members do the same work and end at the same step, and the
+  // cost is the ring the simulator models. libnbc's are not symmetric: its reduce-scatter
+  // reduces everything on communicator rank 0 and scatters from there, and on a 2-core host
+  // its all-gathers and reduce-scatters ended up to 2-3x later on rank 0 than on the other
+  // member (cpu-tp2-dp2-zero3, timed from the last arrival). The rings are faster too:
+  // quickstart's 1 MiB reduce-scatters 0.9 -> 0.45 ms, its step 10.7 -> 9.8 s
+  // (bench/results/validate_cpu.md, "seventh session").
   void all_gather(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
-    MPI_Request r;
-    const bool in_place = send == static_cast<const char*>(recv) + index_ * count * bytes_of(t);
-    const int n = to_int_count(count, "all_gather");
-    if (in_place)
-      PARALAB_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, types_.type(t), comm_, &r));
-    else
-      PARALAB_MPI_CHECK(MPI_Iallgather(send, n, types_.type(t), recv, n, types_.type(t), comm_, &r));
-    wait_all(1, &r, w);
+    const int64_t block = count * bytes_of(t);
+    auto* out = static_cast<char*>(recv);
+    if (send != out + index_ * block) std::memcpy(out + index_ * block, send, static_cast<size_t>(block));
+    // Step k: forward block (index - k), receive block (index - k - 1).
+    for (int k = 0; k + 1 < size_; ++k)
+      ring_step(out + wrap(index_ - k) * block, out + wrap(index_ - k - 1) * block, block, "all_gather", w);
   }
   void reduce_scatter(const void* send, void* recv, int64_t count, DType t, ReduceOp op, const WaitPolicy& w) override {
-    MPI_Request r;
-    PARALAB_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, to_int_count(count, "reduce_scatter"), types_.type(t),
-                                                types_.op(t, op), comm_, &r));
-    wait_all(1, &r, w);
+    const int64_t block = count * bytes_of(t);
+    const auto* in = static_cast<const char*>(send);
+    if (size_ == 1) {
+      std::memcpy(recv, in, static_cast<size_t>(block));
+      return;
+    }
+    // Step k: forward the partial sum of block (index - k - 1) (at step 0 this member's own
+    // share), receive the predecessor's partial of block (index - k - 2) and add this member's
+    // share to it. After n - 1 steps the partial in hand is block index, complete.
+    scratch_.resize(static_cast<size_t>(2 * block));
+    char* parts[2] = {scratch_.data(), scratch_.data() + block};
+    const int c = to_int_count(count, "reduce_scatter");
+    for (int k = 0; k + 1 < size_; ++k) {
+      const char* out = k == 0 ? in + wrap(index_ - 1) * block : parts[(k + 1) % 2];
+      char* got = parts[k % 2];
+      ring_step(out, got, block, "reduce_scatter", w);
+      PARALAB_MPI_CHECK(MPI_Reduce_local(in + wrap(index_ - k - 2) * block, got, c, types_.type(t), types_.op(t, op)));
+    }
+    std::memcpy(recv, parts[(size_ - 2) % 2], static_cast<size_t>(block));
   }
   void all_to_all(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
     MPI_Request r;
@@ -193,8 +219,20 @@ class MpiComm final : public GroupComm {
   }
 
  private:
-  MPI_Comm comm_;
+  // Sends `out` to the successor and receives `in` from the predecessor on the ring's own
+  // communicator, polled like every call.
+  void ring_step(const void* out, void* in, int64_t bytes, const char* what, const WaitPolicy& w) {
+    const int n = to_int_count(bytes, what);
+    MPI_Request r[2];
+    PARALAB_MPI_CHECK(MPI_Irecv(in, n, MPI_BYTE, wrap(index_ - 1), 0, ring_, &r[0]));
+    PARALAB_MPI_CHECK(MPI_Isend(out, n, MPI_BYTE, wrap(index_ + 1), 0, ring_, &r[1]));
+    wait_all(2, r, w);
+  }
+  [[nodiscard]] int wrap(int i) const { return ((i % size_) + size_) % size_; }
+
+  MPI_Comm comm_, ring_ = MPI_COMM_NULL;
   const MpiTypes& types_;
+  std::vector<char> scratch_;  // reduce-scatter's two partial blocks, kept between calls
   int size_ = 0, index_ = 0;
   std::vector<int64_t> members_;
   std::string label_;
