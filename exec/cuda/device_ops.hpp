@@ -35,7 +35,7 @@ void fill_constant(void* p, T t, int64_t n, float value, cudaStream_t stream);
 // C[r, c] += bias[c] (when cuBLASLt's bias epilogue cannot take the bias dtype).
 void add_bias_rows(void* c, T ct, int64_t rows, int64_t cols, const void* bias, T bt, cudaStream_t stream);
 
-// out[r, c] += pos[r / batch + pos0, c]   (learned absolute positions, tensor rank 0 only)
+// out[r, c] += pos[r / batch + pos0, c]   (learned absolute positions, this tensor rank's rows)
 void add_positions(void* out, T ot, const void* pos, T pt, int64_t rows, int64_t cols, int64_t batch,
                    int64_t pos0, cudaStream_t stream);
 // dpos[i + pos0, c] += sum_b dout[i*batch + b, c] for i < rows / batch (fp32, one rounding)
