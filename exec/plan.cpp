@@ -35,18 +35,17 @@ double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k) {
          (static_cast<double>(k.rows) * static_cast<double>(std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan.dp_size));
 }
 
-std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T) {
-  const ModelShape& m = plan.ir->shape;
-  if (!m.sp) return {0, T};
-  const int64_t n = T / m.tp;
-  return {plan.coord.tp * n, (plan.coord.tp + 1) * n};
-}
-
 std::pair<int64_t, int64_t> position_add_rows(const RankPlan& plan, int64_t T) {
   const ModelShape& m = plan.ir->shape;
   const int64_t b = std::max<int64_t>(m.micro_batch, 1), positions = T / b, n = std::max<int64_t>(m.tp, 1);
   const int64_t t = plan.coord.tp;
   return {positions * t / n * b, positions * (t + 1) / n * b};
+}
+
+// Under SP the sequence splits evenly over tp (validated), so this rank's share of whole
+// positions is exactly its sequence slice.
+std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T) {
+  return plan.ir->shape.sp ? position_add_rows(plan, T) : std::pair<int64_t, int64_t>{0, T};
 }
 
 AttentionDims attention_dims(const ModelShape& m, const AttentionAttrs& a) {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "exec/cpu/cpu_math.hpp"
 #include "exec/plan.hpp"
@@ -416,15 +415,10 @@ void embedding(const OpCall& call, CpuContext& ctx) {
     if (call.reads.size() > 2) {
       const DType pt = call.plan.reads[2].dtype;
       const auto [r0, r1] = position_add_rows(ctx.plan, T);
-      std::vector<float> row(static_cast<size_t>(h)), add(static_cast<size_t>(h));
-      char* out = static_cast<char*>(call.writes[0]);
-      const char* pos_table = static_cast<const char*>(call.reads[2]);
+      float* row = ctx.scratch.get(0, h);
       for (int64_t r = r0; r < r1; ++r) {
-        const int64_t pos = split.position(r / b);
-        load_f32(out + r * h * bytes_of(dt), dt, h, row.data());
-        load_f32(pos_table + pos * h * bytes_of(pt), pt, h, add.data());
-        for (int64_t c = 0; c < h; ++c) row[static_cast<size_t>(c)] += add[static_cast<size_t>(c)];
-        store_f32(out + r * h * bytes_of(dt), dt, h, row.data());
+        load_f32(static_cast<const char*>(call.reads[2]) + split.position(r / b) * h * bytes_of(pt), pt, h, row);
+        add_into(static_cast<char*>(call.writes[0]) + r * h * bytes_of(dt), dt, h, row, true);
       }
     }
     return;
