@@ -104,6 +104,13 @@ struct CollectiveSpec {
   // ring shift (context parallelism's sendrecv) within a stage over more than one rank.
   // Measured by `paralab calibrate` in a real execution; 0 = not modeled.
   double sync_skew_us = 0;
+  // The part of that wait that grows with the time since the stage's compute last waited for a
+  // call (us of wait per us elapsed): the ranks then start together, and their compute drifts
+  // apart at a rate the calibration measures (quickstart: ~0.08; a collective after a layer
+  // norm waits ~0.1 ms, one after a GEMM chain several). A member that waits beyond
+  // poll_spin_us sleeps, and its call ends wake_us later. Measured by `paralab calibrate` in a
+  // real execution; 0 = not modeled.
+  double sync_drift = 0;
   // Time from a transfer's arrival at its receiver to its sender seeing it complete (us). A
   // rendezvous send (Open MPI above its eager limit, 4 KiB in shared memory) completes only when
   // the sender's progress engine sees the receiver's acknowledgement; on a CPU host the

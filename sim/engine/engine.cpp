@@ -96,7 +96,10 @@ void Engine::init_stage(StageState& st, int64_t stage) {
     st.core.assign(n, StageState::Core::none);
     st.spin_until.assign(n, 0.0);
   }
-  if (wake_) st.posted.assign(n, 0.0);
+  if (wake_) {
+    st.posted.assign(n, 0.0);
+    st.early_asleep.assign(n, 0);
+  }
   if (slow_) {
     st.holds.assign(n, 0);
     st.ev_seq.assign(n, 0);
@@ -338,22 +341,38 @@ void Engine::finish(uint32_t s, OpId id) {
 // last thing it waited for, or stream_handoff_us after a dependency on another stream ended
 // (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do.
 // A collective or ring shift within the stage (tp, cp, dp) over more than one rank also waits
-// CollectiveSpec::sync_skew_us for its last member (the members of a stage are identical here;
-// on a shared host they are not). Collectives joining stages already wait for the stages.
+// for its last member (arrival_skew_us; the members of a stage are identical here, on a shared
+// host they are not). Collectives joining stages already wait for the stages.
 void Engine::release(uint32_t s, OpId id, OpId after) {
-  const StepGraph& g = *stages_[s].g;
+  StageState& st = stages_[s];
+  const StepGraph& g = *st.g;
   const Op& op = g.ops[id];
-  const double delay = (op.stream == g.ops[after].stream ? dispatch_us_ : handoff_us_) + arrival_skew_us(s, op);
+  const Op& last = g.ops[after];
+  // The compute stream waited for a call: the stage's ranks resume compute together.
+  if (op.stream == Stream::compute && is_comm(last.kind)) st.synced_at = now_;
+  const double delay = (op.stream == last.stream ? dispatch_us_ : handoff_us_) + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
 
-// CollectiveSpec::sync_skew_us for a collective or ring shift within the stage over more than
-// one rank; 0 for other ops.
-double Engine::arrival_skew_us(uint32_t s, const Op& op) {
-  if (coll_.sync_skew_us <= 0 || (op.kind != OpKind::collective && op.kind != OpKind::sendrecv)) return 0.0;
+// The wait for a collective's or ring shift's last member within the stage, over more than one
+// rank (0 for other ops): CollectiveSpec::sync_skew_us plus sync_drift x the time since the
+// stage's compute stream last waited for a call (the ranks' compute drifts apart from there;
+// bench/results/validate_cpu.md, "eighth session"). The members' arrivals spread over about
+// twice their mean wait (two members: the first waits the whole spread); a spread beyond
+// poll_spin_us puts the earliest member's poller to sleep, and the call ends wake_us later
+// (wake_delay_us). Only the drift decides that: the constant part is a heavy-tailed mean
+// (quickstart: mean 1,551 us, median 0.05 us) that put every call to sleep (seventh session).
+double Engine::arrival_skew_us(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  const Op& op = st.g->ops[id];
+  if (op.kind != OpKind::collective && op.kind != OpKind::sendrecv) return 0.0;
+  if (coll_.sync_skew_us <= 0 && coll_.sync_drift <= 0) return 0.0;
   const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
-  return within_stage(gk) && members(stages_[s], gk).size() > 1 ? coll_.sync_skew_us : 0.0;
+  if (!within_stage(gk) || members(st, gk).size() < 2) return 0.0;
+  const double drift_us = coll_.sync_drift * (now_ - st.synced_at);
+  if (wake_) st.early_asleep[id] = 2.0 * drift_us > coll_.poll_spin_us;
+  return coll_.sync_skew_us + drift_us;
 }
 
 void Engine::on_call_done(uint64_t handle) {
@@ -388,10 +407,12 @@ void Engine::on_call_done(uint64_t handle) {
   }
 }
 
-// A call that ends more than poll_spin_us after its rank posted it is seen when its sleeping
-// poller next tests (and, on shared cores, runs): wake_us later (CollectiveSpec::wake_us).
+// A call that ends more than poll_spin_us after its rank posted it, or whose earliest member
+// slept before the last arrived (arrival_skew_us), is seen when a sleeping poller next tests
+// (and, on shared cores, runs): wake_us later (CollectiveSpec::wake_us).
 double Engine::wake_delay_us(uint32_t s, OpId id) const {
-  return wake_ && now_ - stages_[s].posted[id] > coll_.poll_spin_us ? coll_.wake_us : 0.0;
+  const StageState& st = stages_[s];
+  return wake_ && (now_ - st.posted[id] > coll_.poll_spin_us || st.early_asleep[id]) ? coll_.wake_us : 0.0;
 }
 
 void Engine::report_deadlock() const {

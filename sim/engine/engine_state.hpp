@@ -82,8 +82,14 @@ struct StageState {
   enum class Core : uint8_t { none, held, queued };
   std::vector<Core> core;
   std::vector<double> spin_until;
-  // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us).
+  // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us),
+  // and whether the call's earliest member is modeled asleep by the time the last arrives
+  // (CollectiveSpec::sync_drift: its arrival spread exceeds poll_spin_us).
   std::vector<double> posted;
+  std::vector<uint8_t> early_asleep;
+  // When this stage's compute stream last waited for a communication op (us): its ranks start
+  // the next compute op together there, and drift apart from then on (CollectiveSpec::sync_drift).
+  double synced_at = 0;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
   // Invariant checks only (EngineOptions::check_invariants): how often each op started and
   // finished, and each buffer's lifecycle.
@@ -119,7 +125,7 @@ class Engine {
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
-  double arrival_skew_us(uint32_t s, const Op& op);
+  double arrival_skew_us(uint32_t s, OpId id);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
     return static_cast<uint32_t>(joins_.size() - 1);

@@ -119,6 +119,48 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   CHECK(timing_of(r0, 0, g)->start_us == timing_of(r0, 0, f)->end_us);
 }
 
+// CollectiveSpec::sync_drift: a collective within the stage waits sync_drift x the time since
+// the stage's compute last waited for a call (the step's start, or a call that released a
+// compute op); an arrival spread (twice that) beyond poll_spin_us puts the earliest member to
+// sleep, and the call then ends wake_us later. The constant sync_skew_us never does.
+TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and a wide spread sleeps", "[engine][closed-form]") {
+  Scenario s = cluster(2, 1, 1);
+  s.topology.collectives.sync_drift = 0.1;
+  s.topology.collectives.poll_spin_us = 500;
+  s.topology.collectives.wake_us = 50;
+  Hand h(s, 0);
+  const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
+  const BufferId y = h.b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
+  const OpId a = h.timed(Stream::compute, 10'000);
+  const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {a});
+  const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // waits for e: the ranks resume together
+  const OpId g = h.timed(Stream::compute, 1'000);
+  const OpId k = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 8, {h.b.whole(y)}, Stream::tp_comm, {g});
+  const StepIR ir = wrap(s, {h.b.finish()});
+  const StepResult r = simulate(ir).result;
+  // e: 10 ms of compute since the step began, a 1 ms wait; its spread of 2 ms sleeps.
+  CHECK(timing_of(r, 0, e)->start_us == Approx(11'000.0));
+  const double e_end = timing_of(r, 0, e)->end_us;
+  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end));
+  // k: 2 ms since e released f, a 0.2 ms wait; its spread of 0.4 ms does not sleep.
+  CHECK(timing_of(r, 0, k)->start_us == Approx(e_end + 2'000.0 + 200.0));
+
+  // Without the wake, e is exactly wake_us shorter and k as long as before.
+  Scenario awake = s;
+  awake.topology.collectives.wake_us = 0;
+  const StepResult r0 = simulate(wrap(awake, {ir.stages[0]})).result;
+  const auto span = [](const StepResult& res, OpId id) { return timing_of(res, 0, id)->end_us - timing_of(res, 0, id)->start_us; };
+  CHECK(span(r, e) - span(r0, e) == Approx(50.0));
+  CHECK(span(r, k) == Approx(span(r0, k)));
+  // A constant skew as large as e's spread waits, but sleeps no one.
+  Scenario constant = s;
+  constant.topology.collectives.sync_drift = 0;
+  constant.topology.collectives.sync_skew_us = 1'000;
+  const StepResult rc = simulate(wrap(constant, {ir.stages[0]})).result;
+  CHECK(timing_of(rc, 0, e)->start_us == Approx(11'000.0));
+  CHECK(span(rc, e) == Approx(span(r0, e)));
+}
+
 // A CPU rank's communication thread shares its core with the compute thread (Linux CFS gives
 // each runnable thread an equal share): a 10 ms compute op beside a collective in flight over
 // [c0, c1] does (c1 - c0) / 2 of work there, so it ends at 10 ms + (c1 - c0) / 2.
