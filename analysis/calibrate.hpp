@@ -88,10 +88,15 @@ struct CalibrationResult {
   // the per-call communication time the barrier-synchronized sweep does not see (median of
   // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
+  // The arrival skew as drift (CollectiveSpec::sync_drift, in_situ.hpp's fit_drift): used, and
+  // sync_skew_us then 0, when it tells the calls with a sleeping member better than no drift.
+  DriftFit drift;
+  double sync_drift = 0;
   double comm_in_situ_extra_us = 0;
-  // CPU: what a call that ended after its poller stopped spinning (exec::kPollSpinUs from its
-  // post) took beyond the fit, median, minus comm_in_situ_extra_us (the median of the others,
-  // which alone set that then): CollectiveSpec::wake_us. Counts of the two kinds of calls.
+  // CPU: what a call one of whose pollers stopped spinning before it ended (exec::kPollSpinUs
+  // from the first post: CommSample::spread_us plus the fit) took beyond the fit, median over its
+  // members, minus comm_in_situ_extra_us (the median of the other calls, which alone set that
+  // then): CollectiveSpec::wake_us. Counts of the two kinds of calls.
   double wake_us = 0;
   size_t in_situ_awake_calls = 0, in_situ_asleep_calls = 0;
   double comm_in_situ_extra_all_us = 0;  // the median over all calls (for the file's comment)

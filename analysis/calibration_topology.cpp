@@ -96,19 +96,32 @@ void fit_all(CalibrationResult& r) {
   constexpr double kTrim = 0.005;
   r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
-  r.sync_skew_us = trimmed_mean(r.in_situ.skew_us, kTrim);
+  std::vector<double> waits;
+  for (const Arrival& a : r.in_situ.arrivals) waits.push_back(a.wait_us);
+  r.sync_skew_us = trimmed_mean(waits, kTrim);
+  // On a CPU host a poller sleeps after spinning exec::kPollSpinUs; the drift is used when it
+  // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
+  // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it did not (73 % of the
+  // members right against 80 %), on quickstart it did (89 % against 27 %): bench/results/
+  // validate_cpu.md, "eighth session".
+  const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
+  r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
+  r.sync_drift = r.drift.use() ? r.drift.rate : 0.0;
+  if (r.drift.use()) r.sync_skew_us = 0;
   r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
   if (r.have_in_situ_comm()) {
-    // On a CPU host a call that ends after its poller stopped spinning (its wait for the last
-    // participant plus the call's fitted time beyond the spin window) is seen when the poller
-    // next wakes: those calls set wake_us, the others the per-call extra. A wake time needs
-    // enough calls of both kinds to be a median.
+    // On a CPU host a call that ends after a poller stopped spinning (the wait of its first
+    // participant for the last, plus the call's fitted time, beyond the spin window) ends when
+    // that poller next wakes and moves its part of the data, for every member: those calls
+    // set wake_us, the others the per-call extra (bench/results/validate_cpu.md, "eighth
+    // session": quickstart's calls whose last member came 0.5 ms after the first took a median
+    // 222 us more than the others, on both members). A wake time needs enough calls of both
+    // kinds to be a median.
     constexpr size_t kMinWakeCalls = 20;
-    const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
     std::vector<double> awake, asleep;
     for (const CommSample& c : r.in_situ.comm) {
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
-      (spin_us > 0 && c.waited_us + fit_us > spin_us ? asleep : awake).push_back(c.time_us - fit_us);
+      (spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us ? asleep : awake).push_back(c.time_us - fit_us);
     }
     std::vector<double> all = awake;
     all.insert(all.end(), asleep.begin(), asleep.end());
@@ -203,7 +216,10 @@ Topology calibrated_topology(const CalibrationResult& r) {
   }
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
-  if (!r.in_situ.skew_us.empty()) t.collectives.sync_skew_us = r.sync_skew_us;
+  if (!r.in_situ.arrivals.empty()) {
+    t.collectives.sync_skew_us = r.sync_skew_us;
+    t.collectives.sync_drift = r.sync_drift;
+  }
   if (!r.in_situ.ack_us.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
   t.calibration = Calibration{};
   t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
@@ -416,12 +432,22 @@ std::string topology_toml(const CalibrationResult& r) {
     std::snprintf(buf, sizeof buf, "in situ: mean %s, %zu samples (median %.3g us)", what, samples.size(), quantile(samples, 0.5));
     kv(key, fnum(value), buf);
   };
-  in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, r.in_situ.skew_us, "wait for a collective's last member");
+  {
+    std::vector<double> waits;
+    for (const Arrival& a : r.in_situ.arrivals) waits.push_back(a.wait_us);
+    if (r.sync_drift > 0) kv("sync_skew_us", fnum(0.0), "the wait for a collective's last member is sync_drift's");
+    else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
+    std::snprintf(buf, sizeof buf,
+                  "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
+                  "(%.3g), %zu members, %s: it tells the calls with a member asleep for %.0f %% of them, no drift for %.0f %%",
+                  r.drift.rate, waits.size(), r.sync_drift > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
+    kv("sync_drift", fnum(t.collectives.sync_drift), waits.empty() ? "from the base topology" : buf);
+  }
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
   if (cpu) {
     std::snprintf(buf, sizeof buf,
-                  "in situ: median beyond the fit of %zu calls ending after their spin window, less launch's in-situ part (all calls: %.3g us)",
+                  "in situ: median beyond the fit of %zu members of calls ending after a poller's spin window, less launch's in-situ part (all calls: %.3g us)",
                   r.in_situ_asleep_calls, r.comm_in_situ_extra_all_us);
     kv("wake_us", fnum(t.collectives.wake_us),
        r.in_situ_asleep_calls > 0 ? buf

@@ -92,6 +92,8 @@ struct CommSample {
   double time_us = 0;
   double weight = 1;   // e.g. how often the calls of this size occur in the scenarios measured
   double waited_us = 0; // in situ: from this rank posting the call to its last participant's arrival
+  double spread_us = 0; // in situ: from the call's first participant posting it to its last one's
+                        // arrival (a transfer: waited_us); beyond the spin window one poller slept
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

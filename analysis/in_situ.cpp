@@ -33,6 +33,36 @@ double trimmed_mean(std::vector<double> v, double trim) {
   return n ? sum / static_cast<double>(n) : v[v.size() / 2];
 }
 
+DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim) {
+  DriftFit f;
+  if (arrivals.empty()) return f;
+  std::vector<size_t> order(arrivals.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return arrivals[a].wait_us < arrivals[b].wait_us || (arrivals[a].wait_us == arrivals[b].wait_us && a < b);
+  });
+  const auto keep = order.size() - static_cast<size_t>(std::floor(trim * static_cast<double>(order.size())));
+  double wait = 0, since = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    wait += arrivals[order[i]].wait_us;
+    since += arrivals[order[i]].since_us;
+  }
+  f.rate = since > 0 ? wait / since : 0.0;
+  if (spin_us <= 0) {
+    f.right = f.right_awake = 1.0;
+    return f;
+  }
+  size_t right = 0, awake = 0;
+  for (const Arrival& a : arrivals) {
+    const bool asleep = a.spread_us > spin_us;
+    right += (2.0 * f.rate * a.since_us > spin_us) == asleep;
+    awake += !asleep;
+  }
+  f.right = static_cast<double>(right) / static_cast<double>(arrivals.size());
+  f.right_awake = static_cast<double>(awake) / static_cast<double>(arrivals.size());
+  return f;
+}
+
 namespace {
 
 // Clock differences below this are timer noise (us): a start a hair before the end it waited
@@ -55,7 +85,9 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     v[t.op] = i;
   }
 
-  // 1. Gaps between an op's last constraint and its start, on each rank's own clock.
+  // 1. Gaps between an op's last constraint and its start, on each rank's own clock; and per
+  // rank the times its compute stream waited for a call (sorted below).
+  std::map<int64_t, std::vector<double>> synced;
   for (const auto& [rank, idx] : at) {
     const StepGraph& g = ir.graph_for(rank);
     std::vector<OpId> pred(g.ops.size(), kNoOp);
@@ -66,22 +98,52 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       const OpTiming* t = timing(op.id);
       if (!t) continue;
       double same = -1e300, other = -1e300;
+      bool other_comm = false;  // the latest cross-stream dependency is a communication op
       if (pred[op.id] != kNoOp)
         if (const OpTiming* p = timing(pred[op.id])) same = p->end_us;
       for (OpId d : op.deps) {
         const OpTiming* p = timing(d);
         if (!p) continue;
-        double& slot = g.ops[d].stream == op.stream ? same : other;
+        const bool on_same = g.ops[d].stream == op.stream;
+        double& slot = on_same ? same : other;
+        if (!on_same && p->end_us > other) other_comm = is_comm(g.ops[d].kind);
         slot = std::max(slot, p->end_us);
       }
       if (same == -1e300 && other == -1e300) continue;  // the first op of its stream
       const bool cross = other > same;
+      // The compute stream waited for a call: the rank resumes compute there (the simulator's
+      // StageState::synced_at, set the same way).
+      if (cross && other_comm && op.stream == Stream::compute) synced[rank].push_back(other);
       const double gap = t->start_us - std::max(same, other);
       if (gap < -kClockSlackUs) continue;  // clocks disagree: no sample
       if (cross) out.handoff_us.push_back(std::max(0.0, gap));
       else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap));
     }
   }
+
+  for (auto& [rank, v] : synced) std::sort(v.begin(), v.end());
+  // How long before `t` (rank's clock, us) its compute stream last waited for a call: since the
+  // step began if it never did.
+  auto since_synced = [&](const OpTiming& t) {
+    const auto it = synced.find(t.rank);
+    double from = 0;
+    if (it != synced.end()) {
+      const auto up = std::upper_bound(it->second.begin(), it->second.end(), t.start_us);
+      if (up != it->second.begin()) from = *std::prev(up);
+    }
+    return std::max(0.0, t.start_us - from);
+  };
+  // The earliest original post among the members of a call within a stage (they run the same
+  // op id): its last arrival minus this is the call's spread.
+  auto first_post = [&](const OpTiming& t, const Op& op) {
+    double first = t.start_us;
+    for (int64_t m : ir.group_of(t.rank, op)) {
+      const auto it = at.find(m);
+      if (it == at.end() || op.id >= it->second.size() || it->second[op.id] == SIZE_MAX) continue;
+      first = std::min(first, measured.ops[it->second[op.id]].start_us);
+    }
+    return first;
+  };
 
   // 2. Compute ops under their keys.
   for (const OpTiming& t : measured.ops) {
@@ -113,11 +175,18 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     const auto members = static_cast<int64_t>(ir.group_of(t.rank, op).size());
     if (members < 2) continue;
     CommSample c;
+    const double waited = std::max(0.0, t.start_us - measured.ops[i].start_us);
+    c.waited_us = c.spread_us = waited;
+    // A collective or ring shift within the stage: its members' arrival skew and spread.
+    const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
+    if (in_stage) {
+      c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op));
+      out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us});
+    }
     if (const auto* col = op.collective()) {
       c.pattern = pattern_of(col->kind);
       c.group = members;
       c.bytes = static_cast<double>(col->bytes);
-      if (within_stage(col->group)) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
     } else if (op.kind == OpKind::send) {
       // Its end is the acknowledgement's arrival; the transfer itself is timed by its receive.
       if (partner[i] != SIZE_MAX) out.ack_us.push_back(std::max(0.0, t.end_us - aligned.ops[partner[i]].end_us));
@@ -126,13 +195,10 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       c.pattern = CommPattern::send_recv;  // a transfer moves its bytes between two ranks
       c.group = 2;
       c.bytes = static_cast<double>(op.p2p()->bytes);
-      // A ring shift (context parallelism) synchronizes the stage's members like a collective.
-      if (op.kind == OpKind::sendrecv) out.skew_us.push_back(std::max(0.0, t.start_us - measured.ops[i].start_us));
     }
     if (c.bytes <= 0) continue;
     c.time_us = t.end_us - t.start_us;
     if (c.time_us <= 0) continue;
-    c.waited_us = std::max(0.0, t.start_us - measured.ops[i].start_us);
     out.comm.push_back(c);
   }
   ++out.executions;

@@ -22,7 +22,9 @@
 //   - acknowledgement: per transfer, its send's end minus its receive's end (0 if earlier);
 //   - arrival skew: per member of a collective or ring shift within a stage (tp, cp, dp), how long after its
 //     own arrival the last member arrived (the wait the simulator's identical ranks do not
-//     have; stages reaching a collective at different times is the pipeline, simulated);
+//     have; stages reaching a collective at different times is the pipeline, simulated), and
+//     how long before its arrival the rank's compute stream last waited for a call (the ranks
+//     resume together there and drift apart: CollectiveSpec::sync_drift);
 //   - compute: every compute op's duration under its key, as the real step runs it (beside the
 //     rank's communication threads and the other ranks).
 #pragma once
@@ -38,12 +40,33 @@
 
 namespace paralab::calib {
 
+// A member's arrival at a collective or ring shift within its stage (us, its rank's clock).
+struct Arrival {
+  double wait_us = 0;    // the last member's arrival - its own
+  double since_us = 0;   // its own arrival - the last time its rank's compute waited for a call
+  double spread_us = 0;  // the call's last arrival - its first (the earliest member's wait)
+};
+
+// The arrival skew as drift (CollectiveSpec::sync_drift), and whether it says better than no
+// drift which calls had a member asleep (spread beyond the spin window): per member, the
+// fraction it classifies right, against the fraction of members whose call had no sleeper (a
+// constant skew puts no one to sleep in the simulator).
+struct DriftFit {
+  double rate = 0;           // sum of waits / sum of times since (0: none)
+  double right = 0;          // fraction classified right by 2 x rate x since > spin
+  double right_awake = 0;    // fraction of calls without a sleeper
+  // Used when it classifies at least kMargin more of the members right: on cpu-tp2 (almost no
+  // call has a sleeper) both round to 100 %, no reason to move every wait.
+  static constexpr double kMargin = 0.05;
+  [[nodiscard]] bool use() const { return rate > 0 && right >= right_awake + kMargin; }
+};
+
 struct InSituSamples {
   int executions = 0;              // measured steps collected
   std::vector<double> dispatch_us; // same-stream gaps on the compute stream
   std::vector<double> handoff_us;  // cross-stream gaps
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
-  std::vector<double> skew_us;     // per member of a collective: last member's arrival - its own
+  std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)
   std::map<OpKey, OpSamples> compute;
 };
@@ -57,6 +80,13 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
 // have a long tail of preemptions on a shared host, which does cost step time (so not the
 // median), but one 20 ms descheduling should not set a 10 us parameter.
 double trimmed_mean(std::vector<double> v, double trim);
+
+// The arrival skew's drift: sum of waits over sum of times since (a ratio of sums, so that the
+// simulator's waits add up to the measured ones), without the members of the highest `trim`
+// fraction of waits (a descheduling); with how well it classifies the members' calls as having
+// a sleeper (spread_us > spin_us; the simulator: 2 x rate x since_us, twice the mean wait).
+// spin_us 0 (no sleeping pollers): right = right_awake = 1, so the drift is not used.
+DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim);
 
 // The pattern calibrate times a collective kind with.
 CommPattern pattern_of(CollKind k);

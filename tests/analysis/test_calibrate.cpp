@@ -189,8 +189,10 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
   CalibrationResult r = synthetic_result(base_ir);
   r.in_situ = in;
-  r.in_situ.skew_us = {0, 10, 0, 10};
+  r.in_situ.arrivals = {{0, 0, 10}, {10, 0, 10}, {0, 0, 10}, {10, 0, 10}};  // no time since: no drift
   fit_all(r);
+  CHECK(r.drift.rate == 0.0);
+  CHECK(r.sync_drift == 0.0);
   CHECK(r.dispatch_us == Approx(4.0));
   CHECK(r.stream_handoff_us == Approx(9.0));
   CHECK(r.sync_skew_us == Approx(5.0));
@@ -262,36 +264,172 @@ TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay
   }
 }
 
-// CollectiveSpec::wake_us: executed calls that ended after their poller's spin window (their
-// rank's wait plus the fitted call time beyond exec::kPollSpinUs) set the wake time, the
-// others the per-call extra; with too few of either kind all of them set the extra alone.
+// CollectiveSpec::sync_drift, read back: a step simulated with a drift waits, before each
+// collective within the stage, drift x (its release - the last time compute waited for a
+// call), so in situ's time since that wait is (start - release) x (1 + drift) / drift for
+// every member. Waits in proportion to those times fit that proportion (a ratio of sums), and
+// the calibrated topology carries it with no constant skew.
+TEST_CASE("in situ, the arrival skew's drift is read from the time since compute last waited", "[analysis][calibrate]") {
+  constexpr double kDrift = 0.25;
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host"));
+  s.topology.device.dispatch_us = s.topology.device.stream_handoff_us = 0.0;
+  s.topology.collectives.sync_skew_us = 0.0;
+  s.topology.collectives.sync_drift = kDrift;
+  const StepIR ir = build_step_ir(s);
+  const sim::Simulation sim = sim::simulate(ir);
+  InSituSamples in;
+  collect_in_situ(ir, sim.result, "execution test", in);
+
+  std::map<std::pair<int64_t, OpId>, const OpTiming*> at;
+  for (const OpTiming& t : sim.result.ops) at[{t.rank, t.op}] = &t;
+  size_t i = 0, synced = 0;
+  for (const OpTiming& t : sim.result.ops) {
+    const StepGraph& g = ir.graph_for(t.rank);
+    const Op& op = g.op(t.op);
+    const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
+    if (!in_stage || ir.group_of(t.rank, op).size() < 2) continue;
+    double release = 0;  // the end of the last constraint: its dependencies and its stream predecessor
+    for (OpId d : op.deps) release = std::max(release, at.at({t.rank, d})->end_us);
+    const auto& stream = g.streams[static_cast<size_t>(op.stream)];
+    const auto pos = std::find(stream.begin(), stream.end(), op.id);
+    if (pos != stream.begin()) release = std::max(release, at.at({t.rank, *std::prev(pos)})->end_us);
+    REQUIRE(i < in.arrivals.size());
+    CAPTURE(t.rank, op.full_name());
+    const Arrival& a = in.arrivals[i];
+    CHECK(a.since_us == Approx((t.start_us - release) * (1 + kDrift) / kDrift).margin(1e-6));
+    CHECK(a.wait_us == 0.0);  // a simulated stage's members arrive together
+    CHECK(a.spread_us == 0.0);
+    synced += a.since_us < t.start_us - 1e-6;  // some compute waited for a call before it
+    ++i;
+  }
+  CHECK(i == in.arrivals.size());
+  CHECK(i > 10);
+  CHECK(synced > 0);
+  // The rate is a ratio of sums, without the largest waits; it is used where it tells the
+  // calls with a sleeping member (spread > 500 us) better than no drift does.
+  const std::vector<Arrival> three = {{1, 10, 0}, {2, 20, 0}, {1000, 30, 0}};
+  CHECK(fit_drift({{1, 10, 0}, {2, 20, 0}, {3, 30, 0}}, 500, 0.0).rate == Approx(0.1));
+  CHECK(fit_drift(three, 500, 0.34).rate == Approx(0.1));  // the largest wait dropped
+  CHECK(fit_drift({{0, 0, 0}, {0, 0, 0}}, 500, 0.0).rate == 0.0);
+  CHECK(fit_drift({}, 500, 0.0).rate == 0.0);
+  // Rate 0.05: 2 x 0.05 x since > 500 us from since 5 ms.
+  const std::vector<Arrival> told = {{0, 1000, 100}, {100, 1000, 100}, {0, 9000, 1800}, {900, 9000, 1800}};
+  const DriftFit good = fit_drift(told, 500, 0.0);
+  CHECK(good.rate == Approx(0.05));
+  CHECK(good.right == Approx(1.0));
+  CHECK(good.right_awake == Approx(0.5));
+  CHECK(good.use());
+  // The same waits, but the long one after a short time: the drift tells no better than none.
+  const std::vector<Arrival> untold = {{0, 9000, 100}, {100, 9000, 100}, {0, 1000, 1800}, {900, 1000, 1800}};
+  const DriftFit bad = fit_drift(untold, 500, 0.0);
+  CHECK(bad.rate == Approx(0.05));
+  CHECK(bad.right <= bad.right_awake);
+  CHECK_FALSE(bad.use());
+  CHECK_FALSE(fit_drift(told, 0.0, 0.0).use());  // no spin window (a GPU): never
+  CHECK_FALSE(DriftFit{0.1, 1.0, 0.97}.use());     // better by a hair: not worth moving every wait
+  CHECK(DriftFit{0.1, 0.9, 0.8}.use());
+  // Rank 1 posting every tensor-parallel collective 700 us early: it waits 700 us, rank 0 none,
+  // and both members' calls spread over 700 us (the early one's poller slept).
+  // (The simulator reports the stage's representative, rank 0: rank 1 runs the same ops.)
+  StepResult early = sim.result;
+  REQUIRE(std::all_of(early.ops.begin(), early.ops.end(), [](const OpTiming& t) { return t.rank == 0; }));
+  for (const OpTiming& t : sim.result.ops) early.ops.push_back({1, t.op, t.start_us, t.end_us});
+  for (OpTiming& t : early.ops)
+    if (const auto* c = ir.graph_for(t.rank).op(t.op).collective(); c && c->group == GroupKind::tp && t.rank == 1) t.start_us -= 700.0;
+  InSituSamples spread;
+  collect_in_situ(ir, early, "execution test", spread);
+  size_t tp_calls = 0, spread_calls = 0, waited_calls = 0;
+  for (const Op& op : ir.stages[0].ops)
+    if (const auto* c = op.collective(); c && c->group == GroupKind::tp && c->bytes > 0) ++tp_calls;
+  for (const CommSample& c : spread.comm) {
+    CHECK((c.spread_us == Approx(700.0) || c.spread_us == Approx(0.0).margin(1e-9)));
+    spread_calls += c.spread_us > 1.0;
+    waited_calls += c.waited_us > 1.0;
+    CHECK(c.waited_us <= c.spread_us + 1e-9);
+  }
+  CHECK(tp_calls > 10);
+  CHECK(spread_calls == 2 * tp_calls);  // both members of each
+  CHECK(waited_calls == tp_calls);      // rank 1's
+
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  r.in_situ = in;
+  // Waits in proportion to the times since, and spreads of twice the wait: the drift tells every
+  // sleeper (some spreads exceed the window, some not).
+  std::vector<double> since;
+  for (const Arrival& a : r.in_situ.arrivals) since.push_back(a.since_us);
+  std::sort(since.begin(), since.end());
+  const double rate = 0.25 * exec::kPollSpinUs / since[since.size() / 2];  // members beyond the median time sleep
+  size_t asleep = 0;
+  for (Arrival& a : r.in_situ.arrivals) {
+    a.wait_us = rate * a.since_us;
+    a.spread_us = 2 * a.wait_us;
+    asleep += a.spread_us > exec::kPollSpinUs;
+  }
+  REQUIRE(asleep > 0);
+  REQUIRE(asleep < r.in_situ.arrivals.size());
+  fit_all(r);
+  CHECK(r.drift.right == Approx(1.0));
+  CHECK(r.sync_drift == Approx(rate));
+  CHECK(r.sync_skew_us == 0.0);
+  test::TempFile topo(topology_toml(r), "calibrated-drift.toml");
+  const Topology t = load_topology(topo.path());
+  CHECK(t.collectives.sync_drift == Approx(rate).epsilon(1e-5));
+  CHECK(t.collectives.sync_skew_us == 0.0);
+}
+
+// CollectiveSpec::wake_us: executed calls that ended after a poller's spin window set the wake
+// time, the others the per-call extra; with too few of either kind all of them set the extra
+// alone. Which poller counts mirrors the simulator: with the drift used (the simulator then
+// sleeps a call's earliest member), the call's spread (its first member's wait for the last)
+// plus the fitted call time beyond exec::kPollSpinUs, so a last member that waited for no one
+// is asleep with its call; without it, the member's own wait.
 TEST_CASE("in situ, calls ending after the spin window set wake_us, the others the per-call extra", "[analysis][calibrate]") {
   const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
-  for (const int asleep : {25, 5}) {
-    CalibrationResult r = synthetic_result(base_ir);
-    const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
-    for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0});
-    for (int i = 0; i < asleep; ++i)
-      r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + 314.5 + 20.0 * (i % 3 - 1), 1, exec::kPollSpinUs + 100.0});
-    fit_all(r);
-    CAPTURE(asleep);
-    REQUIRE(r.have_in_situ_comm());
-    test::TempFile topo(topology_toml(r), "calibrated-wake.toml");
-    const Topology t = load_topology(topo.path());
-    if (asleep >= 20) {
-      CHECK(r.in_situ_awake_calls == 30);
-      CHECK(r.in_situ_asleep_calls == 25);
-      CHECK(r.comm_in_situ_extra_us == Approx(14.5));
-      CHECK(r.wake_us == Approx(300.0));
-      CHECK(t.collectives.wake_us == Approx(300.0));
-    } else {
-      CHECK(r.in_situ_asleep_calls == 0);
-      CHECK(r.wake_us == 0.0);
-      CHECK(r.comm_in_situ_extra_us == Approx(17.0));  // the median of all 35
-      CHECK(t.collectives.wake_us == 0.0);
+  // Arrivals the drift tells (fit_drift's test): it is used.
+  const std::vector<Arrival> drifting = {{0, 1000, 100}, {100, 1000, 100}, {0, 9000, 1800}, {900, 9000, 1800}};
+  for (const bool drift : {true, false})
+    for (const int asleep : {25, 5}) {
+      CalibrationResult r = synthetic_result(base_ir);
+      if (drift) r.in_situ.arrivals = drifting;
+      const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+      const double long_wait = exec::kPollSpinUs + 100.0;
+      for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0, 0.0});
+      for (int i = 0; i < asleep; ++i) {
+        CommSample c{CommPattern::send_recv, 2, 16384, fit + 314.5 + 20.0 * (i % 3 - 1), 1, 0.0, 0.0};
+        (drift ? c.spread_us : c.waited_us) = long_wait;
+        if (!drift) c.spread_us = long_wait;  // a member's own wait is within its call's spread
+        r.in_situ.comm.push_back(c);
+      }
+      fit_all(r);
+      CAPTURE(drift, asleep);
+      CHECK(r.drift.use() == drift);
+      REQUIRE(r.have_in_situ_comm());
+      test::TempFile topo(topology_toml(r), "calibrated-wake.toml");
+      const Topology t = load_topology(topo.path());
+      if (asleep >= 20) {
+        CHECK(r.in_situ_awake_calls == 30);
+        CHECK(r.in_situ_asleep_calls == 25);
+        CHECK(r.comm_in_situ_extra_us == Approx(14.5));
+        CHECK(r.wake_us == Approx(300.0));
+        CHECK(t.collectives.wake_us == Approx(300.0));
+      } else {
+        CHECK(r.in_situ_asleep_calls == 0);
+        CHECK(r.wake_us == 0.0);
+        CHECK(r.comm_in_situ_extra_us == Approx(17.0));  // the median of all 35
+        CHECK(t.collectives.wake_us == 0.0);
+      }
+      CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
     }
-    CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
-  }
+  // Without the drift, last members of spread calls (no wait of their own) are awake.
+  CalibrationResult r = synthetic_result(base_ir);
+  const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+  for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0, 0.0});
+  for (int i = 0; i < 25; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + 314.5, 1, 0.0, exec::kPollSpinUs + 100.0});
+  fit_all(r);
+  CHECK_FALSE(r.drift.use());
+  CHECK(r.in_situ_asleep_calls == 0);
+  CHECK(r.in_situ_awake_calls == 55);
 }
 
 TEST_CASE("measured communication is timed from when its last participant arrived", "[analysis][validate]") {
