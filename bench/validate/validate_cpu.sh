@@ -37,7 +37,10 @@ echo
 echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | step spread |"
 echo "|---|---|---|---|---|---|---|"
 for s in "${scenarios[@]}"; do
-  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} --json >"$out/$s.json" 2>"$out/$s.err" || {
+  # The work directory (predicted.json, measured-K.json, measured.json) stays in $out/$s, for
+  # `paralab compare` of another prediction against the same executions.
+  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} --out-dir "$out/$s" --json \
+    >"$out/$s.json" 2>"$out/$s.err" || {
     echo "| $s | failed: see $out/$s.err | | | | | |"; continue; }
   python3 - "$out/$s.json" "$s" <<'PY'
 import json, sys
