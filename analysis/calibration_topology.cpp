@@ -96,9 +96,7 @@ void fit_all(CalibrationResult& r) {
   constexpr double kTrim = 0.005;
   r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
-  std::vector<double> waits;
-  for (const Arrival& a : r.in_situ.arrivals) waits.push_back(a.wait_us);
-  r.sync_skew_us = trimmed_mean(waits, kTrim);
+  r.sync_skew_us = trimmed_mean(arrival_waits(r.in_situ.arrivals), kTrim);
   // On a CPU host a poller sleeps after spinning exec::kPollSpinUs; the drift is used when it
   // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
   // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it did not (73 % of the
@@ -433,8 +431,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv(key, fnum(value), buf);
   };
   {
-    std::vector<double> waits;
-    for (const Arrival& a : r.in_situ.arrivals) waits.push_back(a.wait_us);
+    const std::vector<double> waits = arrival_waits(r.in_situ.arrivals);
     if (r.sync_drift > 0) kv("sync_skew_us", fnum(0.0), "the wait for a collective's last member is sync_drift's");
     else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
     std::snprintf(buf, sizeof buf,

@@ -33,6 +33,13 @@ double trimmed_mean(std::vector<double> v, double trim) {
   return n ? sum / static_cast<double>(n) : v[v.size() / 2];
 }
 
+std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals) {
+  std::vector<double> waits;
+  waits.reserve(arrivals.size());
+  for (const Arrival& a : arrivals) waits.push_back(a.wait_us);
+  return waits;
+}
+
 DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim) {
   DriftFit f;
   if (arrivals.empty()) return f;

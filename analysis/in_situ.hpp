@@ -54,7 +54,7 @@ struct Arrival {
 struct DriftFit {
   double rate = 0;           // sum of waits / sum of times since (0: none)
   double right = 0;          // fraction classified right by 2 x rate x since > spin
-  double right_awake = 0;    // fraction of calls without a sleeper
+  double right_awake = 0;    // fraction of members whose call had no sleeper
   // Used when it classifies at least kMargin more of the members right: on cpu-tp2 (almost no
   // call has a sleeper) both round to 100 %, no reason to move every wait.
   static constexpr double kMargin = 0.05;
@@ -87,6 +87,9 @@ double trimmed_mean(std::vector<double> v, double trim);
 // a sleeper (spread_us > spin_us; the simulator: 2 x rate x since_us, twice the mean wait).
 // spin_us 0 (no sleeping pollers): right = right_awake = 1, so the drift is not used.
 DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim);
+
+// Each member's wait for its call's last member (Arrival::wait_us), in order.
+std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals);
 
 // The pattern calibrate times a collective kind with.
 CommPattern pattern_of(CollKind k);

@@ -106,10 +106,11 @@ struct CollectiveSpec {
   double sync_skew_us = 0;
   // The part of that wait that grows with the time since the stage's compute last waited for a
   // call (us of wait per us elapsed): the ranks then start together, and their compute drifts
-  // apart at a rate the calibration measures (quickstart: ~0.08; a collective after a layer
-  // norm waits ~0.1 ms, one after a GEMM chain several). A member that waits beyond
-  // poll_spin_us sleeps, and its call ends wake_us later. Measured by `paralab calibrate` in a
-  // real execution; 0 = not modeled.
+  // apart at a rate the calibration measures (quickstart: 0.04-0.08; a collective after a layer
+  // norm waits ~0.1 ms, one after a GEMM chain several). When twice that wait exceeds
+  // poll_spin_us the earliest member sleeps, and the call ends wake_us later. Measured by
+  // `paralab calibrate` in a real execution, and written where it tells those calls clearly
+  // better than a constant (docs/calibration.md); 0 = not modeled.
   double sync_drift = 0;
   // Time from a transfer's arrival at its receiver to its sender seeing it complete (us). A
   // rendezvous send (Open MPI above its eager limit, 4 KiB in shared memory) completes only when

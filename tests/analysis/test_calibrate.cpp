@@ -397,8 +397,8 @@ TEST_CASE("in situ, calls ending after the spin window set wake_us, the others t
       for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0, 0.0});
       for (int i = 0; i < asleep; ++i) {
         CommSample c{CommPattern::send_recv, 2, 16384, fit + 314.5 + 20.0 * (i % 3 - 1), 1, 0.0, 0.0};
-        (drift ? c.spread_us : c.waited_us) = long_wait;
-        if (!drift) c.spread_us = long_wait;  // a member's own wait is within its call's spread
+        c.spread_us = long_wait;             // the call's first member waited
+        if (!drift) c.waited_us = long_wait;  // ... and, without the drift, so did this one
         r.in_situ.comm.push_back(c);
       }
       fit_all(r);
