@@ -99,9 +99,9 @@ void fit_all(CalibrationResult& r) {
   r.sync_skew_us = trimmed_mean(arrival_waits(r.in_situ.arrivals), kTrim);
   // On a CPU host a poller sleeps after spinning exec::kPollSpinUs; the drift is used when it
   // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
-  // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it did not (73 % of the
-  // members right against 80 %), on quickstart it did (89 % against 27 %): bench/results/
-  // validate_cpu.md, "eighth session".
+  // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it
+  // did not (75 % of the members right against 81 %), on quickstart it did (70 % against 41 %):
+  // bench/results/validate_cpu.md, "eighth session".
   const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
   r.sync_drift = r.drift.use() ? r.drift.rate : 0.0;
