@@ -91,7 +91,7 @@ struct CalibrationResult {
   // The arrival skew as drift (CollectiveSpec::sync_drift, in_situ.hpp's fit_drift): used, and
   // sync_skew_us then 0, when it tells the calls with a sleeping member better than no drift.
   DriftFit drift;
-  double sync_drift = 0;
+  [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
   double comm_in_situ_extra_us = 0;
   // CPU: what a call one of whose pollers stopped spinning before it ended (exec::kPollSpinUs
   // from the first post: CommSample::spread_us plus the fit) took beyond the fit, median over its

@@ -104,7 +104,6 @@ void fit_all(CalibrationResult& r) {
   // bench/results/validate_cpu.md, "eighth session".
   const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
-  r.sync_drift = r.drift.use() ? r.drift.rate : 0.0;
   if (r.drift.use()) r.sync_skew_us = 0;
   r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
   if (r.have_in_situ_comm()) {
@@ -216,7 +215,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
   if (!r.in_situ.arrivals.empty()) {
     t.collectives.sync_skew_us = r.sync_skew_us;
-    t.collectives.sync_drift = r.sync_drift;
+    t.collectives.sync_drift = r.sync_drift();
   }
   if (!r.in_situ.ack_us.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
   t.calibration = Calibration{};
@@ -432,12 +431,12 @@ std::string topology_toml(const CalibrationResult& r) {
   };
   {
     const std::vector<double> waits = arrival_waits(r.in_situ.arrivals);
-    if (r.sync_drift > 0) kv("sync_skew_us", fnum(0.0), "the wait for a collective's last member is sync_drift's");
+    if (r.sync_drift() > 0) kv("sync_skew_us", fnum(0.0), "the wait for a collective's last member is sync_drift's");
     else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
                   "(%.3g), %zu members, %s: it tells the calls with a member asleep for %.0f %% of them, no drift for %.0f %%",
-                  r.drift.rate, waits.size(), r.sync_drift > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
+                  r.drift.rate, waits.size(), r.sync_drift() > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
     kv("sync_drift", fnum(t.collectives.sync_drift), waits.empty() ? "from the base topology" : buf);
   }
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");

@@ -142,12 +142,12 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   };
   // The earliest original post among the members of a call within a stage (they run the same
   // op id): its last arrival minus this is the call's spread.
-  auto first_post = [&](const OpTiming& t, const Op& op) {
+  auto first_post = [&](const OpTiming& t, OpId op, const std::vector<int64_t>& group) {
     double first = t.start_us;
-    for (int64_t m : ir.group_of(t.rank, op)) {
+    for (int64_t m : group) {
       const auto it = at.find(m);
-      if (it == at.end() || op.id >= it->second.size() || it->second[op.id] == SIZE_MAX) continue;
-      first = std::min(first, measured.ops[it->second[op.id]].start_us);
+      if (it == at.end() || op >= it->second.size() || it->second[op] == SIZE_MAX) continue;
+      first = std::min(first, measured.ops[it->second[op]].start_us);
     }
     return first;
   };
@@ -179,7 +179,8 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     const OpTiming& t = aligned.ops[i];
     const Op& op = ir.graph_for(t.rank).op(t.op);
     if (!is_comm(op.kind)) continue;
-    const auto members = static_cast<int64_t>(ir.group_of(t.rank, op).size());
+    const std::vector<int64_t> group = ir.group_of(t.rank, op);
+    const auto members = static_cast<int64_t>(group.size());
     if (members < 2) continue;
     CommSample c;
     const double waited = std::max(0.0, t.start_us - measured.ops[i].start_us);
@@ -187,7 +188,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     // A collective or ring shift within the stage: its members' arrival skew and spread.
     const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
     if (in_stage) {
-      c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op));
+      c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op.id, group));
       out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us});
     }
     if (const auto* col = op.collective()) {

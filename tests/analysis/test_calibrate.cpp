@@ -192,7 +192,7 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   r.in_situ.arrivals = {{0, 0, 10}, {10, 0, 10}, {0, 0, 10}, {10, 0, 10}};  // no time since: no drift
   fit_all(r);
   CHECK(r.drift.rate == 0.0);
-  CHECK(r.sync_drift == 0.0);
+  CHECK(r.sync_drift() == 0.0);
   CHECK(r.dispatch_us == Approx(4.0));
   CHECK(r.stream_handoff_us == Approx(9.0));
   CHECK(r.sync_skew_us == Approx(5.0));
@@ -370,7 +370,7 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   REQUIRE(asleep < r.in_situ.arrivals.size());
   fit_all(r);
   CHECK(r.drift.right == Approx(1.0));
-  CHECK(r.sync_drift == Approx(rate));
+  CHECK(r.sync_drift() == Approx(rate));
   CHECK(r.sync_skew_us == 0.0);
   test::TempFile topo(topology_toml(r), "calibrated-drift.toml");
   const Topology t = load_topology(topo.path());
