@@ -18,27 +18,10 @@
 
 #include "analysis/compare.hpp"
 #include "ir/step_ir.hpp"
+#include "results/comm_alignment.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab::calib {
-
-// A measured communication op's interval includes the time it waited for the other side (a
-// receive posted long before the send, a collective's early members). The simulator starts a
-// transfer when both sides are ready and a collective when every member has arrived (that wait
-// is idle time, not communication). This moves each measured communication op's start to the
-// latest start among the ops it must meet (the peer's matching send/recv by tag; the group's
-// members' same collective, matched across stages by tag and occurrence), never past its end.
-// Returns how many ops moved. Step-level figures are not recomputed (the step still spans the
-// first op start to the last op end as measured).
-int64_t align_comm_starts(StepResult& measured, const StepIR& ir);
-
-// For each op of `measured`: the index of the other end of its transfer (the peer's receive of
-// a send, the peer's send of a receive, matched by pipeline tag), SIZE_MAX for other ops and
-// for ends whose peer the result lacks. It depends on which ops ran, not on their times.
-std::vector<size_t> transfer_partners(const StepResult& measured, const StepIR& ir);
-
-// align_comm_starts with the transfer partners already found (for callers that also use them).
-int64_t align_comm_starts(StepResult& measured, const StepIR& ir, const std::vector<size_t>& partners);
 
 // Where calibrations are cached: $PARALAB_CACHE_DIR, else $XDG_CACHE_HOME/paralab, else
 // ~/.cache/paralab, else <tmp>/paralab-cache-<uid>; calibrations under calibration/<host>/.

@@ -432,6 +432,18 @@ TEST_CASE("in situ, calls ending after the spin window set wake_us, the others t
   CHECK(r.in_situ_awake_calls == 55);
 }
 
+// finalize aligns only measured results (results/step_result.cpp): a simulated step starts
+// every call when its members have arrived, waits included, so alignment moves nothing.
+TEST_CASE("a simulated step's communication already starts at its last arrival", "[analysis][validate]") {
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host", 2, 2));
+  s.topology.collectives.sync_skew_us = 150.0;  // within-stage calls wait for a late member
+  s.topology.collectives.p2p_ack_us = 40.0;     // sends end after their receives
+  const StepIR ir = build_step_ir(s);
+  sim::Simulation sim = sim::simulate(ir);
+  REQUIRE(sim.result.ops.size() > 0);
+  CHECK(align_comm_starts(sim.result, ir) == 0);
+}
+
 TEST_CASE("measured communication is timed from when its last participant arrived", "[analysis][validate]") {
   // TP 2 x PP 2: tensor-parallel collectives within a stage, pipeline transfers between stages.
   const StepIR ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host", 2, 2)));

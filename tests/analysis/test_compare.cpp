@@ -107,3 +107,52 @@ TEST_CASE("unreadable results name the file", "[analysis][compare]") {
   test::TempFile trace("{\"traceEvents\": []}", "t.json");
   REQUIRE_THROWS_WITH(read_result(trace.path()), Catch::Contains("otherData.paralab"));
 }
+
+TEST_CASE("a member's wait for a late peer is bubble in the breakdown, as the simulator reports it", "[analysis][compare]") {
+  // TP 2: both ranks run the same ops back to back. Rank 0 posts every collective W us before
+  // rank 1 and both end together, C us after rank 1 posted it (a measured call as executed:
+  // rank 0's interval holds its wait).
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt(), {"parallel.tensor=2"}));
+  constexpr double W = 300.0, C = 40.0, K = 7.0;
+  StepResult m;
+  m.kind = "measured";
+  double t = 0;
+  int64_t calls = 0;
+  double compute_us = 0;
+  const StepGraph& g0 = ir.graph_for(0);
+  for (const Op& op : g0.ops) {
+    const bool call = op.kind == OpKind::collective && ir.group_of(0, op).size() == 2;
+    if (call) {
+      m.ops.push_back({0, op.id, t, t + W + C});
+      m.ops.push_back({1, op.id, t + W, t + W + C});
+      t += W + C;
+      ++calls;
+    } else {
+      const double d = is_comm(op.kind) ? 0.0 : K + static_cast<double>(op.id % 5);
+      m.ops.push_back({0, op.id, t, t + d});
+      m.ops.push_back({1, op.id, t, t + d});
+      t += d;
+      if (op.stream == Stream::compute) compute_us += d;
+    }
+  }
+  REQUIRE(calls > 0);
+  for (int64_t rank = 0; rank < 2; ++rank) m.ranks.push_back({rank, 0, 0, 0, 0, {}});
+  finalize(m, ir);
+  for (const RankStats& rs : m.ranks) {
+    INFO("rank " << rs.rank);
+    // Both ranks: C of communication per call, W of waiting (idle, nothing moving yet).
+    double exposed = 0;
+    for (double x : rs.breakdown.exposed_comm_s) exposed += x;
+    CHECK(exposed == Approx(static_cast<double>(calls) * C * 1e-6));
+    CHECK(rs.breakdown.bubble_s == Approx(static_cast<double>(calls) * W * 1e-6));
+    CHECK(rs.breakdown.compute_s == Approx(compute_us * 1e-6));
+  }
+  // The trace keeps the op as executed: rank 0's first call still spans its wait.
+  bool saw = false;
+  for (const OpTiming& o : m.ops)
+    if (o.rank == 0 && !saw && g0.op(o.op).kind == OpKind::collective && ir.group_of(0, g0.op(o.op)).size() == 2) {
+      CHECK(o.end_us - o.start_us == Approx(W + C));
+      saw = true;
+    }
+  CHECK(saw);
+}
