@@ -10,7 +10,6 @@
 #include <fstream>
 #include <cmath>
 #include <map>
-#include <tuple>
 #include <stdexcept>
 
 #include "analysis/calibrate.hpp"
@@ -47,6 +46,20 @@ double run_to_run_mape_pct(const std::map<std::pair<int64_t, OpId>, std::vector<
       ++pairs;
     }
   return pairs ? sum / static_cast<double>(pairs) : 0.0;
+}
+
+// Per rank: the summed durations of its compute-stream ops, in seconds.
+std::map<int64_t, double> compute_busy_s(const LoadedResult& r) {
+  std::map<int64_t, double> out;
+  for (size_t i = 0; i < r.result.ops.size() && i < r.meta.size(); ++i)
+    if (r.meta[i].stream == "compute") out[r.result.ops[i].rank] += (r.result.ops[i].end_us - r.result.ops[i].start_us) * 1e-6;
+  return out;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
 }
 
 }  // namespace
@@ -222,12 +235,18 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // duration over the runs (from its start in the compared run).
   {
     const StepIR ir = build_step_ir(s);
+    for (const auto& [rank, busy] : compute_busy_s(v.measured)) v.run_compute_per_rank_s.push_back(busy);
+    const std::map<int64_t, double> predicted_busy = compute_busy_s(v.predicted);
+    for (const auto& [rank, busy] : predicted_busy) v.predicted_compute_per_rank_s += busy / static_cast<double>(predicted_busy.size());
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
     if (v.runs > 1) {
       std::map<std::pair<int64_t, OpId>, std::vector<double>> durations;
       for (int run = 0; run < v.runs; ++run) {
         LoadedResult r = run == chosen ? v.measured : read_result(opts.work_dir / ("measured-" + std::to_string(run) + ".json"));
-        if (run != chosen) align_comm_starts(r.result, ir);
+        if (run != chosen) {
+          for (const auto& [rank, busy] : compute_busy_s(r)) v.run_compute_per_rank_s.push_back(busy);
+          align_comm_starts(r.result, ir);
+        }
         for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
       }
       v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
@@ -258,6 +277,13 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
                   {"run_to_run_step_spread_pct", v.run_to_run_step_spread_pct}};
+  if (!v.run_compute_per_rank_s.empty()) {
+    const auto [lo, hi] = std::minmax_element(v.run_compute_per_rank_s.begin(), v.run_compute_per_rank_s.end());
+    const double med = median_of(v.run_compute_per_rank_s);
+    j["execute"]["compute_per_rank_s"] = {{"predicted", v.predicted_compute_per_rank_s}, {"min", *lo}, {"median", med}, {"max", *hi},
+                                          {"samples", v.run_compute_per_rank_s.size()}};
+    j["execute"]["run_to_run_compute_spread_pct"] = med > 0 ? 100.0 * (*hi - *lo) / med : 0.0;
+  }
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
   return j;
@@ -281,6 +307,15 @@ std::string validate_table(const ValidateOutcome& v) {
                   "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
                   "            (max - min over the median); a single execution is that noisy a reference\n\n",
                   st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
+    out += buf;
+  }
+  if (!v.run_compute_per_rank_s.empty()) {
+    const auto [lo, hi] = std::minmax_element(v.run_compute_per_rank_s.begin(), v.run_compute_per_rank_s.end());
+    const double med = median_of(v.run_compute_per_rank_s);
+    std::snprintf(buf, sizeof buf,
+                  "compute     busy per rank %.4g s predicted; measured %.4g s (median of %zu ranks x runs, %.4g .. %.4g s)\n"
+                  "            how fast this machine computed while executing, against its calibration\n\n",
+                  v.predicted_compute_per_rank_s, med, v.run_compute_per_rank_s.size(), *lo, *hi);
     out += buf;
   }
   out += to_table(c);

@@ -64,6 +64,13 @@ struct ValidateOutcome {
   // reference one execution is (the comparison takes each op's median over the runs).
   double run_to_run_op_mape_pct = 0;
   double run_to_run_step_spread_pct = 0;
+  // The compute stream's busy time per rank in each execution (every run's every rank; op
+  // durations summed), and the prediction's per stage (mean over stages): whether the machine
+  // computed during the executions as fast as during its calibration, apart from
+  // communication. On a shared VM a rank's compute moves by 1.5x between executions
+  // (bench/results/validate_cpu.md, "ninth session").
+  std::vector<double> run_compute_per_rank_s;
+  double predicted_compute_per_rank_s = 0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
 };

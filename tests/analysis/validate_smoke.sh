@@ -32,6 +32,12 @@ v, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 runs = v["execute"]["runs"]
 assert 3 <= runs <= 15, "default runs %d outside 3-15" % runs
 assert abs(c["op_mape_pct"] - v["op_mape_pct"]) < 1e-6 * max(1.0, v["op_mape_pct"]), (c["op_mape_pct"], v["op_mape_pct"])
+# Compute busy per rank (cpu-tp2: 2 ranks): one sample per rank and run, the prediction's beside them.
+b = v["execute"]["compute_per_rank_s"]
+assert b["samples"] == 2 * runs, (b, runs)
+assert 0 < b["min"] <= b["median"] <= b["max"], b
+assert b["predicted"] > 0, b
+assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 
@@ -39,6 +45,8 @@ ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached ca
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
+grep -q "^compute     busy per rank .* predicted; measured .* (median of 4 ranks x runs" "$work/out2.txt" || {
+  echo "no compute line for 2 ranks x 2 runs"; cat "$work/out2.txt"; exit 1; }
 # Two executions: how much they differ is reported, and two real runs never agree on every op.
 noise=$(sed -n 's/^noise       the executions differ from each other by \([0-9.]*\)% per op.*/\1/p' "$work/out2.txt")
 [ -n "$noise" ] || { echo "no run-to-run noise line"; cat "$work/out2.txt"; exit 1; }
