@@ -56,10 +56,17 @@ std::map<int64_t, double> compute_busy_s(const LoadedResult& r) {
   return out;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+// The spread of the measured busy times (one per rank and run) and the prediction's mean.
+ValidateOutcome::ComputeBusy busy_summary(std::vector<double> measured, const std::map<int64_t, double>& predicted) {
+  ValidateOutcome::ComputeBusy b;
+  for (const auto& [rank, busy] : predicted) b.predicted_s += busy / static_cast<double>(predicted.size());
+  if (measured.empty()) return b;
+  std::sort(measured.begin(), measured.end());
+  b.min_s = measured.front();
+  b.median_s = measured[(measured.size() - 1) / 2];
+  b.max_s = measured.back();
+  b.samples = measured.size();
+  return b;
 }
 
 }  // namespace
@@ -235,16 +242,15 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // duration over the runs (from its start in the compared run).
   {
     const StepIR ir = build_step_ir(s);
-    for (const auto& [rank, busy] : compute_busy_s(v.measured)) v.run_compute_per_rank_s.push_back(busy);
-    const std::map<int64_t, double> predicted_busy = compute_busy_s(v.predicted);
-    for (const auto& [rank, busy] : predicted_busy) v.predicted_compute_per_rank_s += busy / static_cast<double>(predicted_busy.size());
+    std::vector<double> busy_s;  // per rank and run
+    for (const auto& [rank, busy] : compute_busy_s(v.measured)) busy_s.push_back(busy);
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
     if (v.runs > 1) {
       std::map<std::pair<int64_t, OpId>, std::vector<double>> durations;
       for (int run = 0; run < v.runs; ++run) {
         LoadedResult r = run == chosen ? v.measured : read_result(opts.work_dir / ("measured-" + std::to_string(run) + ".json"));
         if (run != chosen) {
-          for (const auto& [rank, busy] : compute_busy_s(r)) v.run_compute_per_rank_s.push_back(busy);
+          for (const auto& [rank, busy] : compute_busy_s(r)) busy_s.push_back(busy);
           align_comm_starts(r.result, ir);
         }
         for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
@@ -256,6 +262,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         t.end_us = t.start_us + d[d.size() / 2];
       }
     }
+    v.compute_busy = busy_summary(std::move(busy_s), compute_busy_s(v.predicted));
     // The measurement compared, for `paralab compare` of another prediction against it.
     std::ofstream(opts.work_dir / "measured.json") << trace_json(v.measured.result, ir);
   }
@@ -277,12 +284,10 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
                   {"run_to_run_step_spread_pct", v.run_to_run_step_spread_pct}};
-  if (!v.run_compute_per_rank_s.empty()) {
-    const auto [lo, hi] = std::minmax_element(v.run_compute_per_rank_s.begin(), v.run_compute_per_rank_s.end());
-    const double med = median_of(v.run_compute_per_rank_s);
-    j["execute"]["compute_per_rank_s"] = {{"predicted", v.predicted_compute_per_rank_s}, {"min", *lo}, {"median", med}, {"max", *hi},
-                                          {"samples", v.run_compute_per_rank_s.size()}};
-    j["execute"]["run_to_run_compute_spread_pct"] = med > 0 ? 100.0 * (*hi - *lo) / med : 0.0;
+  if (const auto& b = v.compute_busy; b.samples > 0) {
+    j["execute"]["compute_per_rank_s"] = {
+        {"predicted", b.predicted_s}, {"min", b.min_s}, {"median", b.median_s}, {"max", b.max_s}, {"samples", b.samples}};
+    j["execute"]["run_to_run_compute_spread_pct"] = b.median_s > 0 ? 100.0 * (b.max_s - b.min_s) / b.median_s : 0.0;
   }
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
@@ -309,13 +314,11 @@ std::string validate_table(const ValidateOutcome& v) {
                   st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
-  if (!v.run_compute_per_rank_s.empty()) {
-    const auto [lo, hi] = std::minmax_element(v.run_compute_per_rank_s.begin(), v.run_compute_per_rank_s.end());
-    const double med = median_of(v.run_compute_per_rank_s);
+  if (const auto& b = v.compute_busy; b.samples > 0) {
     std::snprintf(buf, sizeof buf,
                   "compute     busy per rank %.4g s predicted; measured %.4g s (median of %zu ranks x runs, %.4g .. %.4g s)\n"
                   "            how fast this machine computed while executing, against its calibration\n\n",
-                  v.predicted_compute_per_rank_s, med, v.run_compute_per_rank_s.size(), *lo, *hi);
+                  b.predicted_s, b.median_s, b.samples, b.min_s, b.max_s);
     out += buf;
   }
   out += to_table(c);

@@ -69,8 +69,11 @@ struct ValidateOutcome {
   // computed during the executions as fast as during its calibration, apart from
   // communication. On a shared VM a rank's compute moves by 1.5x between executions
   // (bench/results/validate_cpu.md, "ninth session").
-  std::vector<double> run_compute_per_rank_s;
-  double predicted_compute_per_rank_s = 0;
+  struct ComputeBusy {
+    double predicted_s = 0;                   // mean over the prediction's stages
+    double min_s = 0, median_s = 0, max_s = 0;  // over every run's every rank
+    size_t samples = 0;                       // ranks x runs (0: nothing measured)
+  } compute_busy;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
 };
