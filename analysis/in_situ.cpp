@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "analysis/validate.hpp"
+#include "results/comm_alignment.hpp"
 #include "ir/error.hpp"
 
 namespace paralab::calib {

@@ -14,6 +14,7 @@
 
 #include "analysis/calibrate.hpp"
 #include "analysis/launch.hpp"
+#include "results/comm_alignment.hpp"
 #include "ir/scenario_loader.hpp"
 #include "sim/simulate.hpp"
 
@@ -48,18 +49,16 @@ double run_to_run_mape_pct(const std::map<std::pair<int64_t, OpId>, std::vector<
   return pairs ? sum / static_cast<double>(pairs) : 0.0;
 }
 
-// Per rank: the summed durations of its compute-stream ops, in seconds.
-std::map<int64_t, double> compute_busy_s(const LoadedResult& r) {
-  std::map<int64_t, double> out;
-  for (size_t i = 0; i < r.result.ops.size() && i < r.meta.size(); ++i)
-    if (r.meta[i].stream == "compute") out[r.result.ops[i].rank] += (r.result.ops[i].end_us - r.result.ops[i].start_us) * 1e-6;
-  return out;
+// Each rank's compute busy time in one run: its breakdown's (Breakdown::compute_s).
+void add_compute_busy(const StepResult& r, const StepIR& ir, std::vector<double>& out) {
+  for (const RankStats& rs : r.ranks) out.push_back(rank_breakdown(ir, rs.rank, r.ops).compute_s);
 }
 
-// The spread of the measured busy times (one per rank and run) and the prediction's mean.
-ValidateOutcome::ComputeBusy busy_summary(std::vector<double> measured, const std::map<int64_t, double>& predicted) {
+// The spread of the measured busy times (one per rank and run) beside the prediction's (its
+// breakdown's mean over stages).
+ValidateOutcome::ComputeBusy busy_summary(std::vector<double> measured, const StepResult& predicted) {
   ValidateOutcome::ComputeBusy b;
-  for (const auto& [rank, busy] : predicted) b.predicted_s += busy / static_cast<double>(predicted.size());
+  b.predicted_s = predicted.breakdown.compute_s;
   if (measured.empty()) return b;
   std::sort(measured.begin(), measured.end());
   b.min_s = measured.front();
@@ -243,14 +242,14 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   {
     const StepIR ir = build_step_ir(s);
     std::vector<double> busy_s;  // per rank and run
-    for (const auto& [rank, busy] : compute_busy_s(v.measured)) busy_s.push_back(busy);
+    add_compute_busy(v.measured.result, ir, busy_s);
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
     if (v.runs > 1) {
       std::map<std::pair<int64_t, OpId>, std::vector<double>> durations;
       for (int run = 0; run < v.runs; ++run) {
         LoadedResult r = run == chosen ? v.measured : read_result(opts.work_dir / ("measured-" + std::to_string(run) + ".json"));
         if (run != chosen) {
-          for (const auto& [rank, busy] : compute_busy_s(r)) busy_s.push_back(busy);
+          add_compute_busy(r.result, ir, busy_s);
           align_comm_starts(r.result, ir);
         }
         for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
@@ -262,7 +261,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         t.end_us = t.start_us + d[d.size() / 2];
       }
     }
-    v.compute_busy = busy_summary(std::move(busy_s), compute_busy_s(v.predicted));
+    v.compute_busy = busy_summary(std::move(busy_s), v.predicted.result);
     // The measurement compared, for `paralab compare` of another prediction against it.
     std::ofstream(opts.work_dir / "measured.json") << trace_json(v.measured.result, ir);
   }

@@ -18,7 +18,6 @@
 
 #include "analysis/compare.hpp"
 #include "ir/step_ir.hpp"
-#include "results/comm_alignment.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab::calib {

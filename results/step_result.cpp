@@ -134,14 +134,14 @@ void finalize(StepResult& r, const StepIR& ir) {
   // (docs/results.md, "Breakdown"). A simulated result has nothing to move (it starts a call
   // when its members have arrived), so only a measured one is aligned: on a 1,024-GPU
   // prediction the alignment would double finalize's time for nothing.
+  const bool measured = r.kind == "measured";
   StepResult timed;
-  if (r.kind == "measured") {
+  if (measured) {
     timed.ops = r.ops;
     align_comm_starts(timed, ir);
   }
-  const std::vector<OpTiming>& ops = r.kind == "measured" ? timed.ops : r.ops;
   std::map<int64_t, std::vector<OpTiming>> by_rank;
-  for (const OpTiming& t : ops) by_rank[t.rank].push_back(t);
+  for (const OpTiming& t : measured ? timed.ops : r.ops) by_rank[t.rank].push_back(t);
   Breakdown avg;
   for (const auto& [rank, ops] : by_rank) {
     const Breakdown b = rank_breakdown(ir, rank, ops, t0, t1);

@@ -16,6 +16,7 @@
 #include "analysis/validate.hpp"
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
+#include "results/comm_alignment.hpp"
 #include "results/result_io.hpp"
 #include "sim/compute/compute_model.hpp"
 #include "sim/simulate.hpp"
