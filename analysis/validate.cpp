@@ -55,7 +55,9 @@ void add_compute_busy(const StepResult& r, const StepIR& ir, std::vector<double>
 }
 
 // The spread of the measured busy times (one per rank and run) beside the prediction's (its
-// breakdown's mean over stages).
+// breakdown's mean over stages). The median is the lower middle sample, a rank-run that
+// happened (2 ranks give an even count; an interpolated quantile would report a time no rank
+// spent).
 ValidateOutcome::ComputeBusy busy_summary(std::vector<double> measured, const StepResult& predicted) {
   ValidateOutcome::ComputeBusy b;
   b.predicted_s = predicted.breakdown.compute_s;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace paralab {
@@ -28,12 +29,12 @@ int64_t align_comm_starts(StepResult& M, const StepIR& ir) { return align_comm_s
 int64_t align_comm_starts(StepResult& M, const StepIR& ir, const std::vector<size_t>& partner) {
   std::map<std::pair<int64_t, OpId>, size_t> at;
   for (size_t i = 0; i < M.ops.size(); ++i) at[{M.ops[i].rank, M.ops[i].op}] = i;
-  std::map<int64_t, bool> ranks;
-  for (const OpTiming& t : M.ops) ranks[t.rank] = true;
+  std::set<int64_t> ranks;
+  for (const OpTiming& t : M.ops) ranks.insert(t.rank);
   // Per rank: cross-stage collectives by (tag, occurrence).
   std::map<int64_t, std::map<std::pair<uint32_t, int>, OpId>> cross;
   std::map<std::pair<int64_t, OpId>, std::pair<uint32_t, int>> cross_key;
-  for (const auto& [rank, unused] : ranks) {
+  for (const int64_t rank : ranks) {
     const StepGraph& g = ir.graph_for(rank);
     std::map<uint32_t, int> seen;
     for (const Op& op : g.ops) {
