@@ -158,7 +158,19 @@ void Runtime::fail(const std::string& message, bool watchdog) {
       failed_.store(true, std::memory_order_release);
     }
   }
-  cv_.notify_all();
+  for (StreamState& st : streams_) st.cv.notify_all();
+}
+
+void Runtime::wake_waiters(OpId done) {
+  // The op's state was stored (seq_cst) before this reads the streams' waiting_on (seq_cst),
+  // and a waiter stores waiting_on before it reads the state: one of the two sees the other,
+  // so a stream this skips does not sleep (the store-load pattern; C++20 [atomics.order]).
+  // A waiter checks the state under mu_ before it sleeps, so notifying under mu_ loses no wake.
+  for (StreamState& st : streams_) {
+    if (st.waiting_on.load() != done) continue;
+    std::lock_guard lk(mu_);
+    st.cv.notify_all();
+  }
 }
 
 std::string Runtime::describe_comm(const Op& op) const {
@@ -223,12 +235,12 @@ void Runtime::wait_dependency(const Op& op, OpId dep) {
   const uint8_t need = backend_.synchronous() ? 2 : 1;
   if (state_[dep].load(std::memory_order_acquire) >= need) return;
   StreamState& st = streams_[static_cast<size_t>(op.stream)];
-  st.waiting_on.store(dep);
+  st.waiting_on.store(dep);  // before the state is read again: see wake_waiters
   const int64_t t0 = now_ns();
   std::unique_lock lk(mu_);
-  while (state_[dep].load(std::memory_order_acquire) < need) {
+  while (state_[dep].load() < need) {
     if (failed_.load()) throw Cancelled();
-    cv_.wait_for(lk, std::chrono::milliseconds(50));
+    st.cv.wait_for(lk, std::chrono::milliseconds(50));
     // A stall, not a wait: nothing on this rank finished for the whole watchdog period.
     const int64_t now = now_ns();
     const double idle = static_cast<double>(now - std::max(t0, last_progress_ns_.load())) * 1e-9;
@@ -342,11 +354,8 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
       }
       for (BufferId b : op.frees) release(b);
       last_progress_ns_.store(now_ns());
-      state_[id].store(2, std::memory_order_release);
-      {
-        std::lock_guard lk(mu_);  // pairs with the waiters' predicate check
-      }
-      cv_.notify_all();
+      state_[id].store(2);  // seq_cst: see wake_waiters
+      wake_waiters(id);
     }
     st.phase.store(static_cast<uint8_t>(Phase::finished));
     std::lock_guard lk(out_mu);

@@ -95,10 +95,15 @@ class Runtime {
 
  private:
   enum class Phase : uint8_t { idle, waiting, running, finished };
+  // One per stream. A worker waiting for an op sleeps on its own stream's condition variable,
+  // and a finished op wakes only the streams waiting for it: one broadcast per op woke every
+  // idle worker (3-4 per rank), which cost the compute stream ~10 us per op on the CPU
+  // backend (docs/executor.md, "Waking a waiting stream").
   struct StreamState {
     std::atomic<OpId> current{kNoOp};
-    std::atomic<OpId> waiting_on{kNoOp};
+    std::atomic<OpId> waiting_on{kNoOp};  // seq_cst: pairs with an op's completion (worker)
     std::atomic<uint8_t> phase{0};
+    std::condition_variable cv;  // under mu_
   };
   class OpWait;
 
@@ -108,6 +113,7 @@ class Runtime {
   void release(BufferId b);
   void apply_fault(const Op& op, int64_t step);
   void fail(const std::string& message, bool watchdog);
+  void wake_waiters(OpId done);
   void check_cancel() const;
   [[nodiscard]] std::string describe_streams() const;
   [[nodiscard]] std::string describe_comm(const Op& op) const;
@@ -124,7 +130,6 @@ class Runtime {
   std::vector<std::atomic<uint8_t>> state_;  // per op: 0 pending, 1 issued, 2 done
   std::array<StreamState, kStreams> streams_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> last_progress_ns_{0};  // steady clock of the last op completion
   std::string error_;
