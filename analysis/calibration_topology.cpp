@@ -287,6 +287,13 @@ std::string topology_toml(const CalibrationResult& r) {
     for (const auto& n : r.scenarios) names += (names.empty() ? "" : ", ") + n;
     line("# Every compute op of these scenarios was measured exactly (replayed with the executor's code): " + names + ".");
   }
+  for (const auto& [name, steps] : r.in_situ.step_s) {
+    if (steps.empty()) continue;
+    std::snprintf(buf, sizeof buf, "# In situ: %s executed %zu times, measured step median %.6g s (%.6g-%.6g).", name.c_str(),
+                  steps.size(), quantile(steps, 0.5), *std::min_element(steps.begin(), steps.end()),
+                  *std::max_element(steps.begin(), steps.end()));
+    line(buf);
+  }
   if (r.compute_cpu_time)
     line("# " + std::to_string(r.ranks) + " ranks > " + std::to_string(h.cores) +
          " cores: compute ops timed by thread CPU time (the simulator shares node.cores among the ranks' threads).");

@@ -69,6 +69,9 @@ struct InSituSamples {
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)
   std::map<OpKey, OpSamples> compute;
+  // Per executed scenario, its measured steps' times (s): what the calibrated prediction of
+  // that scenario should reproduce, written in the file's header for validate to compare.
+  std::map<std::string, std::vector<double>> step_s;
 };
 
 // Appends the samples of one measured step of `ir` (every rank's ops: execute's gathered
