@@ -100,6 +100,13 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
+// Seconds as a command-line argument: "%g" (0.5, 2, 0.25), which execute's --warmup parses back.
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 std::string tail(const std::vector<std::string>& lines, size_t n) {
   std::string out;
   for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
@@ -177,10 +184,11 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     log(buf);
   }
 
-  // 3. Execute: the launch a user would type, a warm-up step, the measured one.
+  // 3. Execute: the launch a user would type, warm-up steps, the measured one.
   const Launcher l = make_launcher(static_cast<int>(N));
   v.launch = l.description + (l.description.empty() || l.prefix.empty() ? "" : " ") + exe.string() + " execute " +
-             opts.scenario.string() + " --backend " + opts.backend + " --steps " + std::to_string(opts.steps);
+             opts.scenario.string() + " --backend " + opts.backend + " --steps " + std::to_string(std::max(1, opts.steps)) +
+             " --warmup " + fmt_seconds(opts.warmup_s);
   std::vector<std::pair<double, int>> runs;
   std::vector<nlohmann::json> summaries;
   const auto te = clock_type::now();
@@ -205,7 +213,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::vector<std::string> cmd = l.prefix;
     for (const std::string& x : std::vector<std::string>{exe.string(), "execute", opts.scenario.string(), "--backend",
                                                          opts.backend, "--trace", trace.string(), "--steps",
-                                                         std::to_string(std::max(1, opts.steps)), "--json"})
+                                                         std::to_string(std::max(1, opts.steps)), "--warmup",
+                                                         fmt_seconds(opts.warmup_s), "--json"})
       cmd.push_back(x);
     for (const auto& x : opts.sets) {
       cmd.push_back("--set");

@@ -36,7 +36,11 @@ struct ValidateOptions {
   std::filesystem::path calibration;  // empty: cached, or made now
   bool recalibrate = false;           // ignore the cache
   bool quick_calibration = false;     // calibrate --quick when one is made
-  int steps = 2;                      // per execution: warm-up steps + the measured one
+  // Per execution: warm-up steps for warmup_s seconds (at least one), then `steps`, the last
+  // measured. A launch's first 0.05-0.15 s of steps ran 1.3-2x slower than the steady state
+  // on the 2-core build machine (docs/calibration.md, "validate").
+  int steps = 1;
+  double warmup_s = 0.5;
   // Executions (0: as many as fit in about 30 s of executing, launches included, 1 to 15). The
   // run with the median step time is compared, each op with its median duration over the runs.
   int runs = 0;

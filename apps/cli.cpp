@@ -59,6 +59,22 @@ Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& opti
   return a;
 }
 
+double parse_number(const std::string& opt, const std::string& v, double lo, double hi) {
+  double x = 0;
+  size_t used = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !(x >= lo && x <= hi)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+    throw UsageError(opt + " needs a number in " + range + ", got '" + v + "'");
+  }
+  return x;
+}
+
 std::string options_help(const std::vector<OptionSpec>& options) {
   std::string out = "  --set section.key=value  override any scenario key (repeatable)\n"
                     "  --json                   machine-readable output\n";

@@ -39,6 +39,10 @@ Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& opti
 
 std::string options_help(const std::vector<OptionSpec>& options);
 
+// `v` as a number in [lo, hi] (seconds, ratios); else a UsageError naming `opt`, the value and
+// the range.
+double parse_number(const std::string& opt, const std::string& v, double lo, double hi);
+
 // Writes `content` to `path` through a temporary file and a rename, so a failure never leaves
 // a partial result behind.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);

@@ -35,7 +35,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--trace", true, "write a Chrome/Perfetto trace of the measured step to FILE"},
     {"--verify", false, "check collectives, sampled ops against references, state and deadlock freedom"},
     {"--watchdog", true, "seconds an op may wait for a dependency or a peer before the run fails (default 60)"},
-    {"--steps", true, "optimizer steps to run; the last one is measured (default 1)"},
+    {"--steps", true, "optimizer steps to run after the warm-up; the last one is measured (default 1)"},
+    {"--warmup", true, "first run warm-up steps for S seconds (at least one step; default 0: none)"},
     {"--gpus", true, "cuda backend without mpirun: one process drives N GPUs of this node (a thread per device)"},
     {"--help", false, "this help"},
 };
@@ -98,12 +99,24 @@ double parse_positive(const std::string& opt, const std::string& v) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-void print_table(const exec::ExecuteOutcome& out, const StepIR& ir, int64_t steps) {
+void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
   const StepResult& r = out.result;
   const Scenario& s = ir.scenario;
   const auto& p = s.parallel;
-  std::printf("executed   %s on %lld ranks (backend %s, topology %s), %lld step%s measured the last\n", s.name.c_str(),
-              (long long)r.world_size, r.backend.c_str(), r.topology.c_str(), (long long)steps, steps > 1 ? "s," : ",");
+  const size_t steps = out.step_times_s.size();
+  std::printf("executed   %s on %lld ranks (backend %s, topology %s), %zu step%s (%lld warm-up), measured the last\n",
+              s.name.c_str(), (long long)r.world_size, r.backend.c_str(), r.topology.c_str(), steps, steps > 1 ? "s" : "",
+              (long long)out.warmup_steps);
+  if (steps > 1) {
+    std::printf("steps      ");
+    for (size_t i = 0; i < steps; ++i) {
+      if (i == 8 && steps > 10) {  // first and last few: warm-up and steady state
+        std::printf("... ");
+        i = steps - 2;
+      }
+      std::printf("%.4g%s", out.step_times_s[i], i + 1 < steps ? " " : " s\n");
+    }
+  }
   std::printf("layout     TP%lld PP%lld CP%lld DP%lld (%s, ZeRO-%lld%s), %lld micro-batches of %lld x %lld tokens, %s\n",
               (long long)p.tensor, (long long)p.pipeline, (long long)p.context, (long long)p.data,
               std::string(to_string(p.schedule)).c_str(), (long long)p.zero_stage, p.sequence_parallel ? ", SP" : "",
@@ -171,6 +184,7 @@ int run_execute(int argc, char** argv) {
       if (n != std::floor(n)) throw UsageError("--steps needs a whole number, got '" + *st + "'");
       opts.steps = static_cast<int64_t>(n);
     }
+    if (auto w = a.value("--warmup")) opts.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto g = a.value("--gpus")) {
       const double n = parse_positive("--gpus", *g);
       if (n != std::floor(n)) throw UsageError("--gpus needs a whole number, got '" + *g + "'");
@@ -232,7 +246,7 @@ int run_execute(int argc, char** argv) {
         } else {
           if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(out.result, *ir));
           if (a.flag("--json")) std::printf("%s\n", exec::outcome_json(out).dump(2).c_str());
-          else print_table(out, *ir, opts.steps);
+          else print_table(out, *ir);
         }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "paralab execute: rank 0: error: %s\n", e.what());

@@ -28,7 +28,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per run, measured.json as compared (default: a temporary directory)"},
-    {"--steps", true, "optimizer steps per execution, the last measured (default 2: one warm-up)"},
+    {"--steps", true, "optimizer steps per execution after the warm-up, the last measured (default 1)"},
+    {"--warmup", true, "seconds of warm-up steps per execution before them (at least one step; default 0.5; 0: none)"},
     {"--runs", true, "executions; the median-step run is compared, each op at its median over runs (default: 3-15, ~30 s)"},
     {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
     {"--help", false, "this help"},
@@ -65,6 +66,7 @@ int run_validate(int argc, char** argv) {
     o.recalibrate = a.flag("--recalibrate");
     o.quick_calibration = a.flag("--quick-calibration");
     if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
+    if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);
     if (auto t = a.value("--timeout")) o.timeout_s = parse_int("--timeout", *t, 1, 7 * 24 * 3600);
     if (calib::launcher_size() > 0) throw UsageError("run validate without mpirun: it launches the ranks itself");

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "exec/backends.hpp"
@@ -103,10 +104,34 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   }
 
   StepRun run;
+  int64_t warmup_steps = 0;
+  std::vector<double> first_us, last_us;  // per step: this rank's earliest op start, latest op end
   {
     Runtime rt(plan, *backend, world, ro);
     rt.initialize();
-    for (int64_t step = 1; step <= std::max<int64_t>(opts.steps, 1); ++step) run = rt.run_step(step);
+    auto run_one = [&](int64_t step) {
+      run = rt.run_step(step);
+      double a = std::numeric_limits<double>::infinity(), b = -a;  // no op: an empty window
+      for (const OpTiming& t : run.ops) {
+        a = std::min(a, t.start_us);
+        b = std::max(b, t.end_us);
+      }
+      first_us.push_back(a);
+      last_us.push_back(b);
+    };
+    int64_t step = 0;
+    if (opts.warmup_s > 0) {
+      const auto t_warm = std::chrono::steady_clock::now();
+      for (int64_t more = 1; more;) {
+        run_one(++step);
+        // Rank 0's clock decides for everyone, so every rank runs the same steps.
+        more = world.rank() == 0 &&
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_warm).count() < opts.warmup_s;
+        world.all_reduce(&more, 1, ReduceOp::max);
+      }
+      warmup_steps = step;
+    }
+    for (int64_t i = 0; i < std::max<int64_t>(opts.steps, 1); ++i) run_one(++step);
     if (opts.verify) {
       report.merge(checker->report());
       check_after_step(rt, *backend, plan, comms, report);
@@ -125,6 +150,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     ops.push_back(t.end_us);
   }
   blob["ops"] = ops;
+  blob["step_first_us"] = first_us;
+  blob["step_last_us"] = last_us;
   blob["memory"] = memory_json(run.memory);
   blob["rss"] = rss_peak_bytes();
   blob["ops_run"] = run.ops_run;
@@ -149,8 +176,16 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   r.backend = opts.backend;
   double loss_sum = 0;
   int64_t loss_tokens = 0;
+  std::vector<double> first(first_us.size(), std::numeric_limits<double>::infinity());
+  std::vector<double> last(first_us.size(), -std::numeric_limits<double>::infinity());
   for (const std::string& s : all) {
     const nlohmann::json j = nlohmann::json::from_cbor(std::vector<uint8_t>(s.begin(), s.end()));
+    const auto f = j.at("step_first_us").get<std::vector<double>>();
+    const auto l = j.at("step_last_us").get<std::vector<double>>();
+    for (size_t i = 0; i < first.size() && i < f.size() && i < l.size(); ++i) {
+      first[i] = std::min(first[i], f[i]);
+      last[i] = std::max(last[i], l[i]);
+    }
     RankReport rr;
     rr.rank = j.at("rank").get<int64_t>();
     rr.stage = j.at("stage").get<int64_t>();
@@ -173,7 +208,9 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     if (j.contains("verify")) out.verify.merge(VerifyReport::from_json(j["verify"]));
     out.ranks.push_back(rr);
   }
+  out.warmup_steps = warmup_steps;
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
+  for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   finalize(r, ir);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   return out;
@@ -182,6 +219,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
 nlohmann::json outcome_json(const ExecuteOutcome& out) {
   nlohmann::json j = summary_json(out.result);
   j["loss"] = out.loss;
+  j["step_times_s"] = out.step_times_s;
+  j["warmup_steps"] = out.warmup_steps;
   for (auto& rj : j["ranks"]) {
     for (const RankReport& rr : out.ranks) {
       if (rr.rank != rj["rank"].get<int64_t>()) continue;

@@ -20,7 +20,11 @@ struct ExecuteOptions {
   std::string backend = "cpu";
   bool verify = false;
   double watchdog_s = 60;
-  int64_t steps = 1;  // optimizer steps run; the last one is measured
+  int64_t steps = 1;  // optimizer steps run after the warm-up; the last one is measured
+  // Warm-up steps first, until they took this long (s; at least one step when > 0; rank 0's
+  // clock decides for all). On the 2-core build machine a launch's first 0.05-0.15 s of steps
+  // ran 1.3-2x slower than the steady state (docs/executor.md, "Several steps").
+  double warmup_s = 0;
   FaultInjection fault;
 };
 
@@ -37,6 +41,10 @@ struct ExecuteOutcome {
   StepResult result;          // measured, finalized
   std::vector<RankReport> ranks;
   double loss = 0;            // mean per-token training loss of the measured step
+  // Every step's time (s), the measured (last) one included: earliest op start to latest op
+  // end over all ranks, as the measured step's. Shows warm-up and a run's drift.
+  std::vector<double> step_times_s;
+  int64_t warmup_steps = 0;  // how many of them were warm-up (the first ones)
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

@@ -63,9 +63,9 @@ for s in "${scenarios[@]}"; do
       python3 -c "import json,sys; d=json.load(sys.stdin); print(d['world_size'])" 2>/dev/null || echo 1)
   for k in a b; do
     if [ "$n" -gt 1 ]; then
-      mpirun -np "$n" --oversubscribe "$paralab" execute "$root/scenarios/$s.toml" --steps 2 --trace "$out/$s.$k.json" >/dev/null 2>&1
+      mpirun -np "$n" --oversubscribe "$paralab" execute "$root/scenarios/$s.toml" --warmup 0.5 --trace "$out/$s.$k.json" >/dev/null 2>&1
     else
-      "$paralab" execute "$root/scenarios/$s.toml" --steps 2 --trace "$out/$s.$k.json" >/dev/null 2>&1
+      "$paralab" execute "$root/scenarios/$s.toml" --warmup 0.5 --trace "$out/$s.$k.json" >/dev/null 2>&1
     fi
   done
   "$paralab" compare "$out/$s.a.json" "$out/$s.b.json" --json >"$out/$s.pair.json"

@@ -165,3 +165,42 @@ TEST_CASE("several steps: state carries over and the last step is measured", "[e
   CHECK_FALSE(out.verify_failed);
   CHECK(out.result.ops.size() == ir.graph_for(0).ops.size());
 }
+
+TEST_CASE("warm-up: steps until the time is spent, then the measured ones; every step's time", "[exec][runtime]") {
+  const StepIR ir = one_rank_ir("cpu-tp2", "parallel.tensor=1");
+  auto world = make_self_transport();
+  ExecuteOptions o;
+  o.steps = 2;
+  SECTION("none by default") {
+    const ExecuteOutcome out = execute(ir, *world, o);
+    CHECK(out.warmup_steps == 0);
+    REQUIRE(out.step_times_s.size() == 2);
+    // The measured step is the last one, timed by the same window.
+    CHECK(out.step_times_s.back() == Approx(out.result.step_time_s).epsilon(1e-12));
+    for (double t : out.step_times_s) CHECK(t > 0);
+  }
+  SECTION("at least one warm-up step, however short the time") {
+    o.warmup_s = 1e-9;
+    const ExecuteOutcome out = execute(ir, *world, o);
+    CHECK(out.warmup_steps == 1);
+    CHECK(out.step_times_s.size() == 3);
+  }
+  SECTION("warm-up steps cover the time asked for") {
+    o.warmup_s = 0.2;
+    const ExecuteOutcome out = execute(ir, *world, o);
+    REQUIRE(out.warmup_steps >= 1);
+    REQUIRE(out.step_times_s.size() == static_cast<size_t>(out.warmup_steps) + 2);
+    // The steps' own windows leave out the barriers and clock sync between them, so their sum
+    // before the last warm-up step stays under the time asked for.
+    double before_last = 0;
+    for (int64_t i = 0; i + 1 < out.warmup_steps; ++i) before_last += out.step_times_s[static_cast<size_t>(i)];
+    CHECK(before_last < 0.2);
+    CHECK(out.step_times_s.back() == Approx(out.result.step_time_s).epsilon(1e-12));
+  }
+  SECTION("the summary JSON lists them") {
+    o.warmup_s = 1e-9;
+    const nlohmann::json j = outcome_json(execute(ir, *world, o));
+    CHECK(j.at("warmup_steps").get<int64_t>() == 1);
+    CHECK(j.at("step_times_s").size() == 3);
+  }
+}
