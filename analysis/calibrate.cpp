@@ -417,17 +417,19 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   const double copy = opts.backend == "cpu" ? copy_bandwidth_gbps(world) : 0.0;
   progress(1.0, "memory bandwidth");
 
-  // 5. In-situ: the scenarios of this job's size executed for real, a warm-up step then a
-  // measured one, repeated while the measured steps total under kInSituS (at most
-  // kInSituMax executions); rank 0 collects the samples (in_situ.hpp). On a shared 2-core
-  // host the arrival skew and the per-call communication time of a small step's few dozen
-  // collectives vary by 2x between executions: ten of them halve that.
-  constexpr double kInSituS = 4.0;
+  // 5. In-situ: the scenarios of this job's size executed for real, warm-up steps for
+  // kInSituWarmupS (at least one) then a measured one, as validate executes them, repeated
+  // while the measured steps total under kInSituS (at most kInSituMax executions); rank 0
+  // collects the samples (in_situ.hpp). On a shared 2-core host the arrival skew and the
+  // per-call communication time of a small step's few dozen collectives vary by 2x between
+  // executions: ten of them halve that.
+  constexpr double kInSituS = 4.0, kInSituWarmupS = 0.2;
   constexpr int kInSituMax = 10;
   for (const StepIR* ir : in_situ) {
     exec::ExecuteOptions eo;
     eo.backend = opts.backend;
-    eo.steps = 2;
+    eo.steps = 1;
+    eo.warmup_s = kInSituWarmupS;
     double measured_s = 0;
     for (int run = 0; run < kInSituMax; ++run) {
       const exec::ExecuteOutcome out = exec::execute(*ir, world, eo);
