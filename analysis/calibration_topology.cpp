@@ -101,7 +101,9 @@ void fit_all(CalibrationResult& r) {
   // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
   // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it
   // did not (75 % of the members right against 81 %), on quickstart it did (70 % against 41 %):
-  // bench/results/validate_cpu.md, "eighth session".
+  // bench/results/validate_cpu.md, "eighth session". Members weigh 1 / their call's time
+  // (DriftFit): quickstart's op MAPE was 22-26 % with the drift and 10-11 % without
+  // ("eleventh session"), as a 150 us call put to sleep is off by more than a 350 us one left awake.
   const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
   if (r.drift.use()) r.sync_skew_us = 0;
@@ -442,7 +444,8 @@ std::string topology_toml(const CalibrationResult& r) {
     else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
-                  "(%.3g), %zu members, %s: it tells the calls with a member asleep for %.0f %% of them, no drift for %.0f %%",
+                  "(%.3g), %zu members, %s: it tells the calls with a member asleep for %.0f %% of them, no drift for %.0f %% "
+                  "(members weighed by 1 / call time)",
                   r.drift.rate, waits.size(), r.sync_drift() > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
     kv("sync_drift", fnum(t.collectives.sync_drift), waits.empty() ? "from the base topology" : buf);
   }

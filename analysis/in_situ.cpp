@@ -59,14 +59,16 @@ DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double 
     f.right = f.right_awake = 1.0;
     return f;
   }
-  size_t right = 0, awake = 0;
+  double right = 0, awake = 0, all = 0;
   for (const Arrival& a : arrivals) {
     const bool asleep = a.spread_us > spin_us;
-    right += (2.0 * f.rate * a.since_us > spin_us) == asleep;
-    awake += !asleep;
+    const double w = 1.0 / std::max(a.time_us, 1.0);  // see DriftFit
+    right += (2.0 * f.rate * a.since_us > spin_us) == asleep ? w : 0.0;
+    awake += asleep ? 0.0 : w;
+    all += w;
   }
-  f.right = static_cast<double>(right) / static_cast<double>(arrivals.size());
-  f.right_awake = static_cast<double>(awake) / static_cast<double>(arrivals.size());
+  f.right = right / all;
+  f.right_awake = awake / all;
   return f;
 }
 
@@ -189,7 +191,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
     if (in_stage) {
       c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op.id, group));
-      out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us});
+      out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us, t.end_us - t.start_us});
     }
     if (const auto* col = op.collective()) {
       c.pattern = pattern_of(col->kind);

@@ -326,6 +326,20 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   CHECK(bad.rate == Approx(0.05));
   CHECK(bad.right <= bad.right_awake);
   CHECK_FALSE(bad.use());
+  // Members weigh 1 / their call's time: two 400 us calls with a sleeper told right by the
+  // drift, one 100 us awake call put to sleep by it, one 100 us call left awake.
+  std::vector<Arrival> mixed = {{0, 9000, 900, 400}, {900, 9000, 900, 400}, {0, 9000, 900, 400}, {900, 9000, 900, 400},
+                                {0, 9000, 0, 100},   {0, 9000, 0, 100},     {0, 1000, 0, 100},   {0, 1000, 0, 100}};
+  const DriftFit weighed = fit_drift(mixed, 500, 0.0);
+  CHECK(weighed.rate == Approx(1800.0 / 56000.0));
+  CHECK(weighed.right == Approx(0.6));        // (4/400 + 2/100) / (4/400 + 4/100)
+  CHECK(weighed.right_awake == Approx(0.8));  // (4/100) / (4/400 + 4/100)
+  CHECK_FALSE(weighed.use());
+  for (Arrival& a : mixed) a.time_us = 0;  // unknown times weigh alike: 6 of 8 right, 4 of 8 awake
+  const DriftFit alike = fit_drift(mixed, 500, 0.0);
+  CHECK(alike.right == Approx(0.75));
+  CHECK(alike.right_awake == Approx(0.5));
+  CHECK(alike.use());
   CHECK_FALSE(fit_drift(told, 0.0, 0.0).use());  // no spin window (a GPU): never
   CHECK_FALSE(DriftFit{0.1, 1.0, 0.97}.use());     // better by a hair: not worth moving every wait
   CHECK(DriftFit{0.1, 0.9, 0.8}.use());
@@ -365,6 +379,7 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   for (Arrival& a : r.in_situ.arrivals) {
     a.wait_us = rate * a.since_us;
     a.spread_us = 2 * a.wait_us;
+    a.time_us = 100;  // calls of one time weigh alike (the weighting has its own checks above)
     asleep += a.spread_us > exec::kPollSpinUs;
   }
   REQUIRE(asleep > 0);
