@@ -91,6 +91,11 @@ struct CalibrationResult {
   // The arrival skew as drift (CollectiveSpec::sync_drift, in_situ.hpp's fit_drift): used, and
   // sync_skew_us then 0, when it tells the calls with a sleeping member better than no drift.
   DriftFit drift;
+  // DeviceSpec::compute_tail: per in-situ execution (not when compute is replayed by CPU time),
+  // its compute ops' summed time over their keys' medians summed, minus 1; the median over the
+  // executions (0: none taken).
+  double compute_tail = 0;
+  size_t compute_tail_samples = 0, compute_tail_executions = 0;
   [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
   double comm_in_situ_extra_us = 0;
   // CPU: what a call one of whose pollers stopped spinning before it ended (exec::kPollSpinUs

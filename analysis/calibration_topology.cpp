@@ -1,7 +1,6 @@
-// paralab — from calibration measurements to a topology: the least-squares fits of the
-// model's parameters (GEMM rate and packing by shape, streaming kernels, alpha-beta per link)
-// and the calibrated topology file the simulator loads as is (docs/calibration.md, "Fits" and
-// "The file").
+// paralab — from fitted calibration values to a topology: the calibrated topology and the
+// file the simulator loads as is, every value commented with where it came from
+// (docs/calibration.md, "The file"). The fits are calibration_fit.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,126 +15,6 @@
 #include "ir/topology_loader.hpp"
 
 namespace paralab::calib {
-
-// ---- Fits ------------------------------------------------------------------------------------------
-
-void fit_all(CalibrationResult& r) {
-  std::vector<GemmSample> gs;
-  std::set<MathMode> maths;
-  std::vector<StreamSample> ss;
-  std::map<std::string, std::vector<StreamSample>> by_kind;
-  for (const OpSamples& s : r.compute) {
-    const double t = s.median_us();
-    if (t <= 0) continue;
-    if (s.key.kind == OpKind::gemm) {
-      gs.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t});
-      maths.insert(s.key.math);
-    } else if (!is_comm(s.key.kind) && !is_matmul(s.key.kind) && s.bytes > 0) {  // memory-bound kernels
-      const std::string kind(enum_to_string(s.key.kind));
-      ss.push_back({"", s.bytes, t});
-      by_kind[kind].push_back({kind, s.bytes, t});
-    }
-  }
-  r.gemm.clear();
-  for (MathMode m : maths) r.gemm[m] = fit_gemm(gs, m);
-  if (!ss.empty()) r.stream = fit_streaming(ss);
-  r.stream_by_kind.clear();
-  for (const auto& [k, v] : by_kind) r.stream_by_kind[k] = fit_streaming(v);
-
-  // Fused attention: t - t_launch = executed FLOPs / (P(math) * efficiency).
-  const Topology& b = r.base;
-  const double peak = [&] {
-    auto it = r.gemm.find(MathMode::f32);
-    double p = b.device.peak(MathMode::f32);
-    if (b.device.kind == DeviceKind::cpu && r.host.theoretical_fp32_tflops_per_core > 0) p = r.host.theoretical_fp32_tflops_per_core;
-    if (it != r.gemm.end()) p = std::max(p, it->second.flop_per_us * 1e-6 / 0.99);
-    return p;
-  }();
-  for (OpKind kind : {OpKind::attention_fwd, OpKind::attention_bwd}) {
-    std::vector<std::vector<double>> X;
-    std::vector<double> y;
-    for (const OpSamples& s : r.compute) {
-      if (s.key.kind != kind) continue;
-      const double t = s.median_us() - std::max(0.0, r.stream.latency_us);
-      if (t > 0 && s.exec_flops > 0) {
-        X.push_back({s.exec_flops});
-        y.push_back(t);
-      }
-    }
-    if (X.empty()) continue;
-    const LinearFit f = relative_least_squares(X, y, true);
-    // c = 1 / (P * eff) in us per FLOP; P in FLOP/us. Attention computes in fp32 on the CPU.
-    const double eff = f.coef[0] > 0 ? 1.0 / (f.coef[0] * peak * 1e6) : 0.0;
-    (kind == OpKind::attention_fwd ? r.flash_fwd_efficiency : r.flash_bwd_efficiency) = std::clamp(eff, 1e-4, 1.0);
-  }
-
-  // The scenarios' calls weigh by how often they occur; the sweep together weighs a tenth of
-  // them (it keeps the fit sane beyond the scenarios' sizes), or everything alike without
-  // scenarios.
-  double scenario_weight = 0;
-  int64_t sweep_points = 0;
-  for (const CommPoint& p : r.comm) {
-    scenario_weight += p.weight;
-    sweep_points += p.weight <= 0;
-  }
-  const double sweep_weight = scenario_weight > 0 && sweep_points > 0 ? 0.1 * scenario_weight / static_cast<double>(sweep_points) : 1.0;
-  std::vector<CommSample> cs;
-  for (const CommPoint& p : r.comm)
-    if (p.median_us() > 0)
-      cs.push_back({p.pattern, p.group, static_cast<double>(p.bytes), p.median_us(), p.weight > 0 ? p.weight : sweep_weight});
-  r.have_comm_fit = !cs.empty();
-  if (r.have_comm_fit) r.comm_fit = fit_alpha_beta(cs);
-
-  // In situ (in_situ.hpp). The hand-off and the arrival skew are means (what they add to a
-  // step is their sum), trimmed by 0.5 % each side so that a single descheduling of
-  // milliseconds during the calibration's few steps does not set them. The dispatch gap and
-  // the calls' time beyond the alpha-beta fit are medians: the dispatch gap's tail is the
-  // rank's own communication thread polling on its core (a rank is bound to one core), which
-  // the per-call communication time already counts; the median call is also what the per-op
-  // comparison scores.
-  constexpr double kTrim = 0.005;
-  r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
-  r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
-  r.sync_skew_us = trimmed_mean(arrival_waits(r.in_situ.arrivals), kTrim);
-  // On a CPU host a poller sleeps after spinning exec::kPollSpinUs; the drift is used when it
-  // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
-  // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it
-  // did not (75 % of the members right against 81 %), on quickstart it did (70 % against 41 %):
-  // bench/results/validate_cpu.md, "eighth session". Members weigh 1 / their call's time
-  // (DriftFit): quickstart's op MAPE was 22-26 % with the drift and 10-11 % without
-  // ("eleventh session"), as a 150 us call put to sleep is off by more than a 350 us one left awake.
-  const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
-  r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
-  if (r.drift.use()) r.sync_skew_us = 0;
-  r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
-  if (r.have_in_situ_comm()) {
-    // On a CPU host a call that ends after a poller stopped spinning (the wait of its first
-    // participant for the last, plus the call's fitted time, beyond the spin window) ends when
-    // that poller next wakes and moves its part of the data, for every member: those calls
-    // set wake_us, the others the per-call extra (bench/results/validate_cpu.md, "eighth
-    // session": quickstart's calls whose last member came 0.5 ms after the first took a median
-    // 222 us more than the others, on both members). A wake time needs enough calls of both
-    // kinds to be a median.
-    constexpr size_t kMinWakeCalls = 20;
-    std::vector<double> awake, asleep;
-    for (const CommSample& c : r.in_situ.comm) {
-      const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
-      (spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us ? asleep : awake).push_back(c.time_us - fit_us);
-    }
-    std::vector<double> all = awake;
-    all.insert(all.end(), asleep.begin(), asleep.end());
-    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(all, 0.5));
-    const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
-    if (!split) {
-      awake = std::move(all);
-      asleep.clear();
-    }
-    r.in_situ_awake_calls = awake.size();
-    r.in_situ_asleep_calls = asleep.size();
-    r.comm_in_situ_extra_us = std::max(0.0, quantile(std::move(awake), 0.5));
-    r.wake_us = split ? std::max(0.0, quantile(std::move(asleep), 0.5) - r.comm_in_situ_extra_us) : 0.0;
-  }
-}
 
 // ---- The calibrated topology -------------------------------------------------------------------------
 
@@ -215,6 +94,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   }
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
+  if (r.compute_tail_samples > 0) d.compute_tail = r.compute_tail;
   if (!r.in_situ.arrivals.empty()) {
     t.collectives.sync_skew_us = r.sync_skew_us;
     t.collectives.sync_drift = r.sync_drift();
@@ -356,6 +236,16 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("stream_handoff_us", fnum(d.stream_handoff_us), buf);
   } else {
     kv("stream_handoff_us", fnum(d.stream_handoff_us), "from the base topology");
+  }
+  if (r.compute_tail_samples > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "in situ: a step's compute ops' summed time / their keys' medians summed, minus 1; median of %zu "
+                  "executions (%zu ops)",
+                  r.compute_tail_executions, r.compute_tail_samples);
+    kv("compute_tail", fnum(d.compute_tail), buf);
+  } else {
+    kv("compute_tail", fnum(d.compute_tail), r.compute_cpu_time ? "compute replayed by CPU time: the simulator shares the cores"
+                                                                 : "from the base topology");
   }
   kv("gemm_max_efficiency", fnum(d.gemm_max_efficiency), gemm_note.empty() ? "from the base topology" : gemm_note);
   kv("gemm_tile_m", fint(d.gemm_tile_m), cpu ? "no wave quantization on a CPU core" : "from the base topology");

@@ -155,6 +155,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   };
 
   // 2. Compute ops under their keys.
+  auto& sums = out.compute_by_execution.emplace_back();
   for (const OpTiming& t : measured.ops) {
     const Op& op = ir.graph_for(t.rank).op(t.op);
     if (is_comm(op.kind)) continue;
@@ -171,6 +172,8 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       s.origin = origin;
     }
     s.us.push_back(us);
+    sums[key].us += us;
+    ++sums[key].n;
   }
 
   // 3. Communication from the last participant's arrival.

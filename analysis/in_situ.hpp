@@ -73,6 +73,13 @@ struct InSituSamples {
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)
   std::map<OpKey, OpSamples> compute;
+  // Per execution (one measured step, every rank), per key: its compute ops' summed time (us)
+  // and count. What a whole step's compute took against its keys' medians (compute_tail).
+  struct KeySum {
+    double us = 0;
+    int64_t n = 0;
+  };
+  std::vector<std::map<OpKey, KeySum>> compute_by_execution;
   // Per executed scenario, its measured steps' times (s): what the calibrated prediction of
   // that scenario should reproduce, written in the file's header for validate to compare.
   std::map<std::string, std::vector<double>> step_s;

@@ -69,6 +69,7 @@ const Schema<Topology>& topology_schema() {
         .real("device.launch_overhead_us", AT(device.launch_overhead_us), 0, 1e5)
         .real("device.dispatch_us", AT(device.dispatch_us), 0, 1e5)
         .real("device.stream_handoff_us", AT(device.stream_handoff_us), 0, 1e5)
+        .real("device.compute_tail", AT(device.compute_tail), 0, 1)
         .real("device.gemm_max_efficiency", AT(device.gemm_max_efficiency), 0, 1, true)
         .integer("device.gemm_tile_m", AT(device.gemm_tile_m), 1, 4096)
         .integer("device.gemm_tile_n", AT(device.gemm_tile_n), 1, 4096)

@@ -339,7 +339,9 @@ void Engine::finish(uint32_t s, OpId id) {
 // Host-side dispatch (docs/simulator.md, "Dispatch and hand-offs"): the executor's worker for
 // the op's stream starts it dispatch_us after its stream predecessor ended when that was the
 // last thing it waited for, or stream_handoff_us after a dependency on another stream ended
-// (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do.
+// (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do. After a
+// compute op on the same stream it also waits compute_tail x that op's time: the time a shared
+// host's preemptions took from it on average beyond its median (DeviceSpec::compute_tail).
 // A collective or ring shift within the stage (tp, cp, dp) over more than one rank also waits
 // for its last member (arrival_skew_us; the members of a stage are identical here, on a shared
 // host they are not). Collectives joining stages already wait for the stages.
@@ -350,7 +352,9 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const Op& last = g.ops[after];
   // The compute stream waited for a call: the stage's ranks resume compute together.
   if (op.stream == Stream::compute && is_comm(last.kind)) st.synced_at = now_;
-  const double delay = (op.stream == last.stream ? dispatch_us_ : handoff_us_) + arrival_skew_us(s, id);
+  const bool same = op.stream == last.stream;
+  const double tail = same && tail_ > 0 && !is_comm(last.kind) ? tail_ * st.dur[after] : 0.0;
+  const double delay = (same ? dispatch_us_ : handoff_us_) + tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -469,6 +473,7 @@ EngineOutput Engine::run() {
   wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
+  tail_ = topo.device.compute_tail;
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {
     init_stage(stages_[static_cast<size_t>(s)], s);

@@ -162,6 +162,7 @@ class Engine {
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
   bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
   double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
+  double tail_ = 0;                           // DeviceSpec::compute_tail
   CollectiveSpec coll_;
   bool check_ = false;
   std::vector<StageState> stages_;

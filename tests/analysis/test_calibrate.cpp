@@ -191,7 +191,23 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CalibrationResult r = synthetic_result(base_ir);
   r.in_situ = in;
   r.in_situ.arrivals = {{0, 0, 10}, {10, 0, 10}, {0, 0, 10}, {10, 0, 10}};  // no time since: no drift
+  CHECK(r.compute_tail == 0.0);  // replayed or swept points only: no tail measured
+  CHECK(topology_toml(r).find("compute_tail = 0.0                 # from the base topology") != std::string::npos);
+  // Two keys executed in situ (medians 10 and 100 us), in three executions whose compute took
+  // 5 %, 10 % and 50 % more than the medians: the median execution's 10 %. A key that was not
+  // executed (its point replayed) is not counted.
+  REQUIRE(r.compute.size() >= 3);
+  r.compute[0].origin = r.compute[1].origin = "execution test";
+  r.compute[0].us = {10, 13, 10};
+  r.compute[1].us = {100, 100, 100, 100};
+  const OpKey k0 = r.compute[0].key, k1 = r.compute[1].key, k2 = r.compute[2].key;
+  r.in_situ.compute_by_execution = {{{k0, {22, 2}}, {k1, {209, 2}}},
+                                    {{k0, {30, 2}}, {k1, {300, 2}}, {k2, {1000, 1}}},
+                                    {{k0, {22, 2}}, {k1, {220, 2}}}};
   fit_all(r);
+  CHECK(r.compute_tail == Approx(0.1));
+  CHECK(r.compute_tail_executions == 3);
+  CHECK(r.compute_tail_samples == 12);
   CHECK(r.drift.rate == 0.0);
   CHECK(r.sync_drift() == 0.0);
   CHECK(r.dispatch_us == Approx(4.0));
@@ -202,6 +218,7 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   const Topology t = load_topology(topo.path());
   CHECK(t.device.dispatch_us == Approx(4.0));
   CHECK(t.device.stream_handoff_us == Approx(9.0));
+  CHECK(t.device.compute_tail == Approx(0.1));
   CHECK(t.collectives.sync_skew_us == Approx(5.0));
   CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
 }

@@ -70,14 +70,23 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
   CHECK(r.breakdown.compute_s == Approx(0.030));
 }
 
+// A 2-rank host whose executor takes 3 us between two ops of a stream and 7 us to hand off
+// between streams.
+namespace {
+Scenario host_with_gaps() {
+  Scenario s = cluster(2, 1, 1);
+  s.topology.device.dispatch_us = 3;
+  s.topology.device.stream_handoff_us = 7;
+  return s;
+}
+}  // namespace
+
 // The CPU executor's worker threads (docs/simulator.md, "Dispatch and hand-offs"): an op
 // released by its stream predecessor starts dispatch_us after it, one released by a
 // dependency on another stream stream_handoff_us after that, and a collective (or a ring
 // shift) over more than one rank also waits sync_skew_us for its last member.
 TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival skew", "[engine][closed-form]") {
-  Scenario s = cluster(2, 1, 1);
-  s.topology.device.dispatch_us = 3;
-  s.topology.device.stream_handoff_us = 7;
+  Scenario s = host_with_gaps();
   s.topology.collectives.sync_skew_us = 11;
   Hand h(s, 0);
   const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
@@ -117,6 +126,27 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   CHECK(timing_of(r0, 0, e)->start_us == 30'000.0);
   CHECK(timing_of(r0, 0, f)->start_us == timing_of(r0, 0, e)->end_us);
   CHECK(timing_of(r0, 0, g)->start_us == timing_of(r0, 0, f)->end_us);
+}
+
+// DeviceSpec::compute_tail: after a compute op on the same stream the next op also waits this
+// fraction of the op's time (its preemptions beyond the median); not after a communication op,
+// and not when a dependency on another stream released it.
+TEST_CASE("engine: the compute tail stalls the stream after a compute op", "[engine][closed-form]") {
+  Scenario s = host_with_gaps();
+  s.topology.device.compute_tail = 0.1;
+  Hand h(s, 0);
+  const OpId a = h.timed(Stream::compute, 10'000);
+  const OpId b = h.timed(Stream::compute, 20'000);
+  const OpId c = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // a hand-off: no tail
+  const OpId d = h.timed(Stream::compute, 1'000, {}, {}, {c});  // released by c: no tail
+  const OpId e = h.timed(Stream::compute, 1'000);               // after d: d's tail
+  const StepResult r = simulate(wrap(s, {h.b.finish()})).result;
+  CHECK(timing_of(r, 0, a)->start_us == 0.0);
+  CHECK(timing_of(r, 0, b)->start_us == Approx(10'000.0 + 3.0 + 1'000.0));
+  CHECK(timing_of(r, 0, b)->end_us - timing_of(r, 0, b)->start_us == Approx(20'000.0));  // ops keep their time
+  CHECK(timing_of(r, 0, c)->start_us == Approx(timing_of(r, 0, b)->end_us + 7.0));
+  CHECK(timing_of(r, 0, d)->start_us == Approx(timing_of(r, 0, c)->end_us + 7.0));
+  CHECK(timing_of(r, 0, e)->start_us == Approx(timing_of(r, 0, d)->end_us + 3.0 + 100.0));
 }
 
 // CollectiveSpec::sync_drift: a collective within the stage waits sync_drift x the time since
