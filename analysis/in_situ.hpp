@@ -59,8 +59,8 @@ struct DriftFit {
   double rate = 0;           // sum of waits / sum of times since (0: none)
   double right = 0;          // weighted fraction classified right by 2 x rate x since > spin
   double right_awake = 0;    // weighted fraction of members whose call had no sleeper
-  // Used when it classifies at least kMargin more of the (weighted) members right: on cpu-tp2 (almost no
-  // call has a sleeper) both round to 100 %, no reason to move every wait.
+  // Used when it classifies at least kMargin more of the (weighted) members right: on cpu-tp2
+  // (almost no call has a sleeper) both round to 100 %, no reason to move every wait.
   static constexpr double kMargin = 0.05;
   [[nodiscard]] bool use() const { return rate > 0 && right >= right_awake + kMargin; }
 };
