@@ -186,9 +186,13 @@ ValidateOutcome validate(const ValidateOptions& opts) {
 
   // 3. Execute: the launch a user would type, warm-up steps, the measured one.
   const Launcher l = make_launcher(static_cast<int>(N));
-  v.launch = l.description + (l.description.empty() || l.prefix.empty() ? "" : " ") + exe.string() + " execute " +
-             opts.scenario.string() + " --backend " + opts.backend + " --steps " + std::to_string(std::max(1, opts.steps)) +
-             " --warmup " + fmt_seconds(opts.warmup_s);
+  // The execute arguments every run shares; each run adds its trace and --json.
+  const std::vector<std::string> args = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend,
+                                         "--steps", std::to_string(std::max(1, opts.steps)), "--warmup",
+                                         fmt_seconds(opts.warmup_s)};
+  std::string line;
+  for (const std::string& x : args) line += (line.empty() ? "" : " ") + x;
+  v.launch = l.description + (l.description.empty() || l.prefix.empty() ? "" : " ") + line;
   std::vector<std::pair<double, int>> runs;
   std::vector<nlohmann::json> summaries;
   const auto te = clock_type::now();
@@ -211,11 +215,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     v.runs = run + 1;
     const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
     std::vector<std::string> cmd = l.prefix;
-    for (const std::string& x : std::vector<std::string>{exe.string(), "execute", opts.scenario.string(), "--backend",
-                                                         opts.backend, "--trace", trace.string(), "--steps",
-                                                         std::to_string(std::max(1, opts.steps)), "--warmup",
-                                                         fmt_seconds(opts.warmup_s), "--json"})
-      cmd.push_back(x);
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    for (const std::string& x : {std::string("--trace"), trace.string(), std::string("--json")}) cmd.push_back(x);
     for (const auto& x : opts.sets) {
       cmd.push_back("--set");
       cmd.push_back(x);

@@ -59,20 +59,24 @@ Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& opti
   return a;
 }
 
-double parse_number(const std::string& opt, const std::string& v, double lo, double hi) {
-  double x = 0;
-  size_t used = 0;
+std::optional<double> to_number(const std::string& v) {
   try {
-    x = std::stod(v, &used);
+    size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size()) return x;
   } catch (const std::exception&) {
-    used = 0;
   }
-  if (used == 0 || used != v.size() || !(x >= lo && x <= hi)) {
+  return std::nullopt;
+}
+
+double parse_number(const std::string& opt, const std::string& v, double lo, double hi) {
+  const std::optional<double> x = to_number(v);
+  if (!x || !(*x >= lo && *x <= hi)) {
     char range[64];
     std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
     throw UsageError(opt + " needs a number in " + range + ", got '" + v + "'");
   }
-  return x;
+  return *x;
 }
 
 std::string options_help(const std::vector<OptionSpec>& options) {

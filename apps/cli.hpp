@@ -39,6 +39,9 @@ Args parse(int argc, char** argv, int first, const std::vector<OptionSpec>& opti
 
 std::string options_help(const std::vector<OptionSpec>& options);
 
+// `v` as a number if the whole of it is one (std::stod's syntax), else nothing.
+std::optional<double> to_number(const std::string& v);
+
 // `v` as a number in [lo, hi] (seconds, ratios); else a UsageError naming `opt`, the value and
 // the range.
 double parse_number(const std::string& opt, const std::string& v, double lo, double hi);

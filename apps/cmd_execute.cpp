@@ -85,16 +85,10 @@ exec::FaultInjection parse_fault(const char* spec) {
 }
 
 double parse_positive(const std::string& opt, const std::string& v) {
-  double x = 0;
-  try {
-    size_t used = 0;
-    x = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-  } catch (const std::exception&) {
-    throw UsageError(opt + " needs a number, got '" + v + "'");
-  }
-  if (!(x > 0)) throw UsageError(opt + " must be > 0, got '" + v + "'");
-  return x;
+  const std::optional<double> x = to_number(v);
+  if (!x) throw UsageError(opt + " needs a number, got '" + v + "'");
+  if (!(*x > 0)) throw UsageError(opt + " must be > 0, got '" + v + "'");
+  return *x;
 }
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
