@@ -85,6 +85,12 @@ Launcher make_launcher(int np) {
   return l;
 }
 
+std::string Launcher::command_line(const std::vector<std::string>& args) const {
+  std::string line = description;
+  for (const std::string& a : args) line.append(line.empty() ? "" : " ").append(a);
+  return line;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::function<void(const std::string&)>& on_stderr, double timeout_s) {
   if (argv.empty()) throw std::invalid_argument("run_process: no command");

@@ -23,6 +23,10 @@ struct Launcher {
   std::vector<std::string> prefix;  // e.g. {"mpirun", "-np", "4", "--oversubscribe"}; empty for one rank
   std::vector<std::string> env;     // "NAME=value" added to the child's environment
   std::string description;          // the command line as a user would type it
+
+  // The whole launch of `args` as a user would type it: the description, then the arguments,
+  // each separated by one space (one rank: "(one rank, no launcher) /path/paralab execute ...").
+  [[nodiscard]] std::string command_line(const std::vector<std::string>& args) const;
 };
 
 // How to start `np` ranks here: Open MPI's mpirun with --oversubscribe (several ranks per core

@@ -190,9 +190,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   const std::vector<std::string> args = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend,
                                          "--steps", std::to_string(std::max(1, opts.steps)), "--warmup",
                                          fmt_seconds(opts.warmup_s)};
-  std::string line;
-  for (const std::string& x : args) line += (line.empty() ? "" : " ") + x;
-  v.launch = l.description + (l.description.empty() || l.prefix.empty() ? "" : " ") + line;
+  v.launch = l.command_line(args);
   std::vector<std::pair<double, int>> runs;
   std::vector<nlohmann::json> summaries;
   const auto te = clock_type::now();
