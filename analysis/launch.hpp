@@ -22,7 +22,7 @@ std::filesystem::path self_executable();
 struct Launcher {
   std::vector<std::string> prefix;  // e.g. {"mpirun", "-np", "4", "--oversubscribe"}; empty for one rank
   std::vector<std::string> env;     // "NAME=value" added to the child's environment
-  std::string description;          // the command line as a user would type it
+  std::string description;          // the launcher part of the command line as a user would type it (one rank: a note)
 
   // The whole launch of `args` as a user would type it: the description, then the arguments,
   // each separated by one space (one rank: "(one rank, no launcher) /path/paralab execute ...").
