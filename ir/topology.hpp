@@ -41,10 +41,11 @@ struct DeviceSpec {
   double dispatch_us = 0;
   double stream_handoff_us = 0;
   // A shared host's preemptions (sim/engine: docs/simulator.md, "Dispatch and hand-offs"): the
-  // time a compute op loses to them on average, as a fraction of its time (its samples' mean
-  // over their median, minus 1). The simulator gives each op its median time, what the per-op
-  // comparison scores, and stalls the stream this fraction of the op's time after it, so that
-  // a step of many ops adds up to their mean. Measured by `paralab calibrate`; 0 on GPUs.
+  // time a step's compute ops lose to them, as a fraction of their time (in the median
+  // execution: the step's compute over its ops' key medians summed, minus 1). The simulator
+  // gives each op its median time, what the per-op comparison scores, and stalls the stream
+  // this fraction of the op's time after it, so that a step of many ops adds up to the median
+  // run's compute. Measured by `paralab calibrate`; 0 on GPUs.
   double compute_tail = 0;
   // Compute model (sim/): fraction of peak a large, well-shaped GEMM reaches; the output tile
   // of the library's main kernel (for tile and wave quantization over sm_count); fraction of

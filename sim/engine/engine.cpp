@@ -428,9 +428,8 @@ void Engine::report_deadlock() const {
     for (int s = 0; s < kStreams; ++s)
       for (OpId id : st.g->streams[static_cast<size_t>(s)])
         if (!st.done[id]) {
-          // Appended piecewise: `" " + std::string(...)` trips gcc 12's -Wrestrict false positive.
-          msg.append(" ").append(to_string(static_cast<Stream>(s))).append("=").append(st.g->ops[id].full_name());
-          msg.append(" (waits for ").append(std::to_string(st.waiting[id])).append(")");
+          msg += " " + std::string(to_string(static_cast<Stream>(s))) + "=" + st.g->ops[id].full_name() + " (waits for " +
+                 std::to_string(st.waiting[id]) + ")";
           break;
         }
   }
