@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # paralab tests — `paralab validate` end to end: a quick calibration into a fresh cache,
 # simulate, execute (validate launches mpirun itself), compare; the JSON has DESIGN.md's
-# fields and the report is written; a second run (two executions) takes the calibration from
-# the cache and reports how much its executions differ.
+# fields and the report is written; a second run (four executions) takes the calibration from
+# the cache and reports how much its executions differ, one from another and half from half.
 #   validate_smoke.sh PARALAB SCENARIO WORKDIR
 set -euo pipefail
 paralab=$1
@@ -38,17 +38,23 @@ assert b["samples"] == 2 * runs, (b, runs)
 assert 0 < b["min"] <= b["median"] <= b["max"], b
 assert b["predicted"] > 0, b
 assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
+# The reference's own reproducibility: even runs' per-op medians against the odd runs'.
+half = v["execute"]["split_half_op_mape_pct"]
+assert (half > 0) if runs >= 4 else (half == 0), (half, runs)
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 
-"$paralab" validate "$scenario" --backend cpu --steps 1 --runs 2 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
+"$paralab" validate "$scenario" --backend cpu --steps 1 --runs 4 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
-grep -q "^compute     busy per rank .* predicted; measured .* (median of 4 ranks x runs" "$work/out2.txt" || {
-  echo "no compute line for 2 ranks x 2 runs"; cat "$work/out2.txt"; exit 1; }
-# Two executions: how much they differ is reported, and two real runs never agree on every op.
+grep -q "^compute     busy per rank .* predicted; measured .* (median of 8 ranks x runs" "$work/out2.txt" || {
+  echo "no compute line for 2 ranks x 4 runs"; cat "$work/out2.txt"; exit 1; }
+# Four executions: how much they differ is reported, and real runs never agree on every op.
 noise=$(sed -n 's/^noise       the executions differ from each other by \([0-9.]*\)% per op.*/\1/p' "$work/out2.txt")
 [ -n "$noise" ] || { echo "no run-to-run noise line"; cat "$work/out2.txt"; exit 1; }
 awk -v x="$noise" 'BEGIN { exit !(x > 0) }' || { echo "run-to-run op MAPE is $noise%, expected > 0"; cat "$work/out2.txt"; exit 1; }
+half=$(sed -n 's/^reference   the per-op medians of the even and the odd runs differ by \([0-9.]*\)% (MAPE).*/\1/p' "$work/out2.txt")
+[ -n "$half" ] || { echo "no split-half reference line"; cat "$work/out2.txt"; exit 1; }
+awk -v x="$half" 'BEGIN { exit !(x > 0) }' || { echo "split-half op MAPE is $half%, expected > 0"; cat "$work/out2.txt"; exit 1; }
 echo "validate smoke: ok"

@@ -1,0 +1,60 @@
+// paralab — run-to-run noise of executions (semantics in run_noise.hpp).
+#include "analysis/run_noise.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/compare.hpp"
+
+namespace paralab::calib {
+
+double upper_median(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double run_to_run_mape_pct(const RunDurations& durations, int runs) {
+  double sum = 0;
+  int64_t pairs = 0;
+  for (int a = 0; a < runs; ++a)
+    for (int b = 0; b < runs; ++b) {
+      if (a == b) continue;
+      double ape = 0;
+      int64_t n = 0;
+      for (const auto& [key, d] : durations) {
+        if (d.size() != static_cast<size_t>(runs)) continue;
+        const double x = d[static_cast<size_t>(a)], y = d[static_cast<size_t>(b)];
+        if (std::max(x, y) < kMinScoredUs || y <= 0) continue;
+        ape += std::abs(x - y) / y;
+        ++n;
+      }
+      if (n == 0) continue;
+      sum += 100.0 * ape / static_cast<double>(n);
+      ++pairs;
+    }
+  return pairs ? sum / static_cast<double>(pairs) : 0.0;
+}
+
+// Measured by hand on the twelfth session's executions (random 7/8 splits of 15 runs, median
+// of 20 splits; bench/results/validate_cpu.md): 1-4 % for 1-2 ranks, 20-54 % for 4 ranks
+// sharing 2 cores. The even/odd split makes the figure deterministic for given runs.
+double split_half_mape_pct(const RunDurations& durations, int runs) {
+  if (runs < kMinSplitRuns) return 0.0;
+  double ape_ab = 0, ape_ba = 0;
+  int64_t n = 0;
+  std::vector<double> even, odd;
+  for (const auto& [key, d] : durations) {
+    if (d.size() != static_cast<size_t>(runs)) continue;
+    even.clear();
+    odd.clear();
+    for (size_t r = 0; r < d.size(); ++r) (r % 2 ? odd : even).push_back(d[r]);
+    const double a = upper_median(even), b = upper_median(odd);
+    if (std::max(a, b) < kMinScoredUs || a <= 0 || b <= 0) continue;
+    ape_ab += std::abs(a - b) / b;
+    ape_ba += std::abs(b - a) / a;
+    ++n;
+  }
+  return n ? 100.0 * (ape_ab + ape_ba) / (2.0 * static_cast<double>(n)) : 0.0;
+}
+
+}  // namespace paralab::calib

@@ -1,0 +1,61 @@
+// paralab tests — run-to-run noise of executions (analysis/run_noise.hpp): one run against
+// another, and the even runs' per-op medians against the odd runs', in closed form and on
+// random durations.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "analysis/run_noise.hpp"
+
+using namespace paralab;
+using namespace paralab::calib;
+
+TEST_CASE("split half: the even runs' per-op medians against the odd runs', both directions", "[analysis][noise]") {
+  RunDurations d;
+  // Even runs take 10 us, odd runs 20 us: 10/20 one way, 10/10 the other, mean 75 %.
+  d[{0, 1}] = {10, 20, 10, 20};
+  CHECK(split_half_mape_pct(d, 4) == Approx(75.0));
+  // A second op that reproduces exactly halves it; one shorter than kMinScoredUs in both halves
+  // is not scored; one missing a run is skipped.
+  d[{0, 2}] = {50, 50, 50, 50};
+  d[{1, 1}] = {0.5, 0.2, 0.5, 0.2};
+  d[{1, 2}] = {50, 50, 50};
+  CHECK(split_half_mape_pct(d, 4) == Approx(37.5));
+  // The upper median of each half (three even runs: 10, 10, 40 -> 10; two odd: 20, 30 -> 30).
+  RunDurations u;
+  u[{0, 0}] = {10, 30, 40, 20, 10};
+  CHECK(split_half_mape_pct(u, 5) == Approx(100.0 * (20.0 / 30.0 + 20.0 / 10.0) / 2.0));
+  // Below four runs a half is one execution: not reported.
+  CHECK(split_half_mape_pct(d, 3) == 0.0);
+  CHECK(split_half_mape_pct({}, 8) == 0.0);
+}
+
+TEST_CASE("run to run: one run against another over ordered pairs", "[analysis][noise]") {
+  RunDurations d;
+  d[{0, 0}] = {10, 20};  // 10/20 and 10/10
+  CHECK(run_to_run_mape_pct(d, 2) == Approx(75.0));
+  CHECK(run_to_run_mape_pct(d, 1) == 0.0);
+}
+
+TEST_CASE("split half on random durations: identical halves give 0, noise gives about its size", "[analysis][noise]") {
+  std::mt19937_64 rng(20261122);
+  std::uniform_real_distribution<double> base(5.0, 500.0), jitter(0.9, 1.1);
+  RunDurations same, noisy;
+  for (OpId op = 0; op < 200; ++op) {
+    const double b = base(rng);
+    std::vector<double> s, n;
+    for (int r = 0; r < 10; ++r) {
+      // Runs 2k and 2k+1 equal: the halves hold the same values.
+      s.push_back(b * (1.0 + 0.01 * static_cast<double>(r / 2)));
+      n.push_back(b * jitter(rng));
+    }
+    same[{0, op}] = s;
+    noisy[{0, op}] = n;
+  }
+  CHECK(split_half_mape_pct(same, 10) == Approx(0.0).margin(1e-12));
+  // Medians of 5 draws of +-10 % uniform noise differ by a few percent, less than single runs do.
+  const double half = split_half_mape_pct(noisy, 10), one = run_to_run_mape_pct(noisy, 10);
+  CHECK(half > 0.5);
+  CHECK(half < one);
+  CHECK(one < 10.0);
+}
