@@ -23,7 +23,8 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs);
 // odd-numbered runs (interleaved in time, so a drift of the machine lands in both) each give
 // every op a median (the upper one, as validate's reference takes), scored against each other,
 // averaged over both directions. A model's op MAPE below this is within what a second
-// reference of the same size would disagree by. 0 with fewer than kMinSplitRuns runs (a half
+// reference would disagree by. validate's reference is the median over all the runs, steadier
+// than either half's, so this bounds its noise from above. 0 with fewer than kMinSplitRuns runs (a half
 // of one run is one execution, which run_to_run_mape_pct already reports).
 constexpr int kMinSplitRuns = 4;
 double split_half_mape_pct(const RunDurations& durations, int runs);

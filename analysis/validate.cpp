@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <stdexcept>
 

@@ -69,7 +69,8 @@ struct ValidateOutcome {
   double run_to_run_step_spread_pct = 0;
   // How well the compared reference reproduces itself (runs >= 4; else 0): each op's median
   // over the even-numbered runs against its median over the odd ones, MAPE averaged over both
-  // directions (validate.cpp, split_half_mape_pct).
+  // directions (analysis/run_noise.hpp). The reference takes every run's median, steadier
+  // than either half's, so this bounds its noise from above.
   double split_half_op_mape_pct = 0;
   // The compute stream's busy time per rank in each execution (every run's every rank; op
   // durations summed), and the prediction's per stage (mean over stages): whether the machine
