@@ -65,6 +65,7 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
   }
   std::map<std::string, ClassError> classes;
   std::map<std::string, double> class_ape;
+  std::map<std::string, int64_t> class_scored;
   double ape_sum = 0;
   std::vector<OpError> errors;
   for (size_t i = 0; i < M.ops.size(); ++i) {
@@ -86,10 +87,10 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
     ce.predicted_s += pu * 1e-6;
     ce.measured_s += mu * 1e-6;
     ++c.ops_joined;
-    if (std::max(pu, mu) >= kMinScoredUs && mu > 0) {
-      const double ape = std::abs(pu - mu) / mu;
-      ape_sum += ape;
-      class_ape[cls] += ape;
+    if (const std::optional<double> ape = scored_ape(pu, mu)) {
+      ape_sum += *ape;
+      class_ape[cls] += *ape;
+      ++class_scored[cls];
       ++c.ops_scored;
     }
     errors.push_back({t.rank, t.op, meta.name, cls, pu, mu});
@@ -121,9 +122,7 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
   }
   c.op_mape_pct = c.ops_scored ? 100.0 * ape_sum / static_cast<double>(c.ops_scored) : 0.0;
   for (auto& [cls, ce] : classes) {
-    int64_t scored = 0;
-    for (const OpError& e : errors)
-      if (e.cls == cls && std::max(e.predicted_us, e.measured_us) >= kMinScoredUs && e.measured_us > 0) ++scored;
+    const int64_t scored = class_scored[cls];
     ce.mape_pct = scored ? 100.0 * class_ape[cls] / static_cast<double>(scored) : 0.0;
     c.by_class.push_back(ce);
   }

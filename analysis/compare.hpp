@@ -4,7 +4,10 @@
 // and the differences in step time, exposed communication and bubble.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,14 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
 
 // Ops shorter than this in both results are joined but not scored (timer resolution).
 constexpr double kMinScoredUs = 1.0;
+
+// An op's error as compare scores it, a fraction: |x - ref| / ref, or nothing when both are
+// shorter than kMinScoredUs or ref is not positive. The one scoring rule of every op MAPE
+// (compare, and validate's run-to-run figures in run_noise.hpp).
+inline std::optional<double> scored_ape(double x_us, double ref_us) {
+  if (std::max(x_us, ref_us) < kMinScoredUs || ref_us <= 0) return std::nullopt;
+  return std::abs(x_us - ref_us) / ref_us;
+}
 
 nlohmann::json to_json(const Comparison& c);
 std::string to_table(const Comparison& c);

@@ -2,7 +2,7 @@
 #include "analysis/run_noise.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <optional>
 
 #include "analysis/compare.hpp"
 
@@ -23,9 +23,9 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs) {
       int64_t n = 0;
       for (const auto& [key, d] : durations) {
         if (d.size() != static_cast<size_t>(runs)) continue;
-        const double x = d[static_cast<size_t>(a)], y = d[static_cast<size_t>(b)];
-        if (std::max(x, y) < kMinScoredUs || y <= 0) continue;
-        ape += std::abs(x - y) / y;
+        const std::optional<double> e = scored_ape(d[static_cast<size_t>(a)], d[static_cast<size_t>(b)]);
+        if (!e) continue;
+        ape += *e;
         ++n;
       }
       if (n == 0) continue;
@@ -49,9 +49,10 @@ double split_half_mape_pct(const RunDurations& durations, int runs) {
     odd.clear();
     for (size_t r = 0; r < d.size(); ++r) (r % 2 ? odd : even).push_back(d[r]);
     const double a = upper_median(even), b = upper_median(odd);
-    if (std::max(a, b) < kMinScoredUs || a <= 0 || b <= 0) continue;
-    ape_ab += std::abs(a - b) / b;
-    ape_ba += std::abs(b - a) / a;
+    const std::optional<double> ab = scored_ape(a, b), ba = scored_ape(b, a);
+    if (!ab || !ba) continue;
+    ape_ab += *ab;
+    ape_ba += *ba;
     ++n;
   }
   return n ? 100.0 * (ape_ab + ape_ba) / (2.0 * static_cast<double>(n)) : 0.0;

@@ -189,7 +189,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
     std::vector<std::string> cmd = l.prefix;
     cmd.insert(cmd.end(), args.begin(), args.end());
-    for (const std::string& x : {std::string("--trace"), trace.string(), std::string("--json")}) cmd.push_back(x);
+    cmd.insert(cmd.end(), {"--trace", trace.string(), "--json"});
     for (const auto& x : opts.sets) {
       cmd.push_back("--set");
       cmd.push_back(x);
