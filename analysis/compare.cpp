@@ -64,8 +64,11 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
     pred[{it->second, P.ops[i].op}] = i;
   }
   std::map<std::string, ClassError> classes;
-  std::map<std::string, double> class_ape;
-  std::map<std::string, int64_t> class_scored;
+  struct Scored {
+    double ape_sum = 0;  // over the class's scored ops (fractions)
+    int64_t n = 0;
+  };
+  std::map<std::string, Scored> class_scored;
   double ape_sum = 0;
   std::vector<OpError> errors;
   for (size_t i = 0; i < M.ops.size(); ++i) {
@@ -89,8 +92,9 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
     ++c.ops_joined;
     if (const std::optional<double> ape = scored_ape(pu, mu)) {
       ape_sum += *ape;
-      class_ape[cls] += *ape;
-      ++class_scored[cls];
+      Scored& cs = class_scored[cls];
+      cs.ape_sum += *ape;
+      ++cs.n;
       ++c.ops_scored;
     }
     errors.push_back({t.rank, t.op, meta.name, cls, pu, mu});
@@ -122,8 +126,8 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
   }
   c.op_mape_pct = c.ops_scored ? 100.0 * ape_sum / static_cast<double>(c.ops_scored) : 0.0;
   for (auto& [cls, ce] : classes) {
-    const int64_t scored = class_scored[cls];
-    ce.mape_pct = scored ? 100.0 * class_ape[cls] / static_cast<double>(scored) : 0.0;
+    const Scored& cs = class_scored[cls];
+    ce.mape_pct = cs.n ? 100.0 * cs.ape_sum / static_cast<double>(cs.n) : 0.0;
     c.by_class.push_back(ce);
   }
   std::sort(c.by_class.begin(), c.by_class.end(), [](const ClassError& a, const ClassError& b) {

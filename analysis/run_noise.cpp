@@ -2,15 +2,17 @@
 #include "analysis/run_noise.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <optional>
 
 #include "analysis/compare.hpp"
 
 namespace paralab::calib {
 
-double upper_median(std::vector<double>& v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+double upper_median(std::vector<double> v) {
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
 }
 
 double run_to_run_mape_pct(const RunDurations& durations, int runs) {
@@ -42,11 +44,9 @@ double split_half_mape_pct(const RunDurations& durations, int runs) {
   if (runs < kMinSplitRuns) return 0.0;
   double ape_ab = 0, ape_ba = 0;
   int64_t n = 0;
-  std::vector<double> even, odd;
   for (const auto& [key, d] : durations) {
     if (d.size() != static_cast<size_t>(runs)) continue;
-    even.clear();
-    odd.clear();
+    std::vector<double> even, odd;
     for (size_t r = 0; r < d.size(); ++r) (r % 2 ? odd : even).push_back(d[r]);
     const double a = upper_median(even), b = upper_median(odd);
     const std::optional<double> ab = scored_ape(a, b), ba = scored_ape(b, a);

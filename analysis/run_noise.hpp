@@ -29,7 +29,8 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs);
 constexpr int kMinSplitRuns = 4;
 double split_half_mape_pct(const RunDurations& durations, int runs);
 
-// The upper median of `v` (sorted in place; v not empty): the rule validate's reference takes.
-double upper_median(std::vector<double>& v);
+// The upper median of `v` (not empty): the rule validate's reference takes. Takes a copy, so
+// a caller's durations stay in run order for the figures above.
+double upper_median(std::vector<double> v);
 
 }  // namespace paralab::calib

@@ -241,7 +241,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       }
       v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
       v.split_half_op_mape_pct = split_half_mape_pct(durations, v.runs);
-      for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(durations[{t.rank, t.op}]);
+      for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(durations.at({t.rank, t.op}));
     }
     v.compute_busy = busy_summary(std::move(busy_s), v.predicted.result);
     // The measurement compared, for `paralab compare` of another prediction against it.
