@@ -101,6 +101,9 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
   std::printf("executed   %s on %lld ranks (backend %s, topology %s), %zu step%s (%lld warm-up), measured the last\n",
               s.name.c_str(), (long long)r.world_size, r.backend.c_str(), r.topology.c_str(), steps, steps > 1 ? "s" : "",
               (long long)out.warmup_steps);
+  if (out.core_turns > 0)
+    std::printf("core turns %d: the ranks of a host took turns on its cores, first come first served (docs/executor.md)\n",
+                out.core_turns);
   if (steps > 1) {
     std::printf("steps      ");
     for (size_t i = 0; i < steps; ++i) {

@@ -20,6 +20,8 @@
 
 namespace paralab::exec {
 
+class CoreTurns;
+
 // How long the MPI transport's wait busy-polls a pending call before it sleeps between tests
 // (exec/mpi/mpi_transport.cpp says why 0.5 ms); `paralab calibrate` writes it into a CPU
 // topology as collectives.poll_spin_us, the time a waiting thread keeps a core busy.
@@ -31,6 +33,10 @@ class WaitPolicy {
  public:
   virtual ~WaitPolicy() = default;
   virtual void check(double waited_s) const = 0;
+  // With core turns (exec/core_turns.hpp): gives the caller's turn to the next thread of the
+  // node that waits for one, queues again, and returns true once it holds a turn again; the
+  // caller goes on polling. Without core turns: false, and the caller polls as it would.
+  virtual bool yield_turn() const { return false; }
 };
 
 // Never gives up (setup code that runs before any stream exists).
@@ -76,6 +82,9 @@ class Transport {
   [[nodiscard]] virtual std::string name() const = 0;  // "mpi" | "self"
   // Processes of this job on this host (for memory checks).
   [[nodiscard]] virtual int local_size() const = 0;
+  // The host's core turns when this job's ranks outnumber its cores (exec/core_turns.hpp);
+  // null otherwise, and the threads are left to the kernel's scheduler.
+  [[nodiscard]] virtual CoreTurns* core_turns() { return nullptr; }
   virtual void barrier() = 0;
   // Collective over the world, called by every rank in the same order: ranks with the same
   // color >= 0 form a communicator ordered by key; color < 0 returns null. `members` are the

@@ -105,10 +105,12 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
 
   StepRun run;
   int64_t warmup_steps = 0;
+  int core_turns = 0;
   std::vector<double> first_us, last_us;  // per step: this rank's earliest op start, latest op end
   {
     Runtime rt(plan, *backend, world, ro);
     rt.initialize();
+    core_turns = rt.core_turns();
     auto run_one = [&](int64_t step) {
       run = rt.run_step(step);
       double a = std::numeric_limits<double>::infinity(), b = -a;  // no op: an empty window
@@ -209,6 +211,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     out.ranks.push_back(rr);
   }
   out.warmup_steps = warmup_steps;
+  out.core_turns = core_turns;
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   finalize(r, ir);
@@ -221,6 +224,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["loss"] = out.loss;
   j["step_times_s"] = out.step_times_s;
   j["warmup_steps"] = out.warmup_steps;
+  j["core_turns"] = out.core_turns;
   for (auto& rj : j["ranks"]) {
     for (const RankReport& rr : out.ranks) {
       if (rr.rank != rj["rank"].get<int64_t>()) continue;

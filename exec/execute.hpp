@@ -45,6 +45,7 @@ struct ExecuteOutcome {
   // end over all ranks, as the measured step's. Shows warm-up and a run's drift.
   std::vector<double> step_times_s;
   int64_t warmup_steps = 0;  // how many of them were warm-up (the first ones)
+  int core_turns = 0;         // rank 0's host: core turns its ranks took (exec/core_turns.hpp), 0: none
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

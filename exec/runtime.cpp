@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "exec/core_turns.hpp"
 #include "exec/error.hpp"
 #include "exec/fill.hpp"
 #include "ir/enum_names.hpp"
@@ -37,11 +38,34 @@ std::string ranks_list(const std::vector<int64_t>& v) {
 }
 }  // namespace
 
-// The wait policy of one communication op: gives up when another stream failed, or with a
-// watchdog report when the op has waited too long for its peers.
+// The wait policy of one op: gives up when another stream failed, or with a watchdog report
+// when the op has waited too long for its peers or a core turn. It holds the op's core turn
+// (exec/core_turns.hpp) when the node hands them out: taken before the op's timing begins (its
+// start is when its thread may run), given back when the op ends or throws, and, while a
+// communication call polls, handed to the next waiting thread and queued for again.
 class Runtime::OpWait final : public WaitPolicy {
  public:
   OpWait(const Runtime& rt, const Op& op) : rt_(rt), op_(op) {}
+  ~OpWait() override { give_turn(); }
+  OpWait(const OpWait&) = delete;
+  OpWait& operator=(const OpWait&) = delete;
+  void take_turn() const {
+    if (!rt_.turns_) return;
+    rt_.turns_->acquire(*this);
+    held_ = true;
+  }
+  void give_turn() const {
+    if (held_) rt_.turns_->release();
+    held_ = false;
+  }
+  bool yield_turn() const override {
+    if (!held_) return false;
+    if (rt_.turns_->waiting() > 0) {
+      give_turn();
+      take_turn();
+    }
+    return true;
+  }
   void check(double waited_s) const override {
     rt_.check_cancel();
     if (waited_s > rt_.opts_.watchdog_s)
@@ -52,6 +76,7 @@ class Runtime::OpWait final : public WaitPolicy {
  private:
   const Runtime& rt_;
   const Op& op_;
+  mutable bool held_ = false;
 };
 
 Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, RuntimeOptions opts)
@@ -60,6 +85,7 @@ Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, Runti
       backend_(backend),
       world_(world),
       opts_(opts),
+      turns_(backend.synchronous() ? world.core_turns() : nullptr),
       ptr_(plan.graph->buffers.size()),
       state_(plan.graph->ops.size()) {
   for (auto& p : ptr_) p.store(nullptr);
@@ -75,6 +101,8 @@ Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, Runti
                                       " on this rank");
   }
 }
+
+int Runtime::core_turns() const { return turns_ ? turns_->cores() : 0; }
 
 Runtime::~Runtime() {
   if (leak_) return;
@@ -341,9 +369,11 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
       apply_fault(op, step);
       const bool observe = opts_.observer && opts_.observer->wants(op);
       if (observe) opts_.observer->before(call);
+      wait.take_turn();
       backend_.op_begin(s, id);
       if (!drop) backend_.run(s, call);
       backend_.op_end(s, id);
+      wait.give_turn();
       if (observe) opts_.observer->after(call);
       ++ran;
       if (op.kind == OpKind::xent_loss && backend_.synchronous()) {

@@ -92,6 +92,7 @@ class Runtime {
   // Host copy of a live buffer's bytes (resident buffers between steps; verification).
   [[nodiscard]] std::vector<uint8_t> read_buffer(BufferId b) const;
   [[nodiscard]] const RankPlan& plan() const { return plan_; }
+  [[nodiscard]] int core_turns() const;  // turns of this host its ops take, 0: none
 
  private:
   enum class Phase : uint8_t { idle, waiting, running, finished };
@@ -124,6 +125,9 @@ class Runtime {
   Backend& backend_;
   Transport& world_;
   RuntimeOptions opts_;
+  // The node's core turns (exec/core_turns.hpp), or null. Only a synchronous backend's ops run
+  // on the host's cores; an asynchronous one's threads only enqueue device work.
+  CoreTurns* turns_;
   std::optional<OpId> fault_op_;
 
   std::vector<std::atomic<void*>> ptr_;   // per buffer, null when not live

@@ -8,8 +8,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 
+#include "exec/core_turns.hpp"
 #include "exec/error.hpp"
 #include "kernels/dtype.hpp"
 
@@ -104,6 +107,10 @@ int to_int_count(int64_t n, const char* what) {
 // reduce-scatters measured 2.4 ms against 0.09 ms when both sides arrive together:
 // bench/results/validate_cpu.md), while a long wait (a pipeline bubble, a gradient reduction
 // waiting for the slowest replica) costs a wake-up per 100 us, a few % of a core.
+// With core turns (more ranks than cores: exec/core_turns.hpp) the poller holds its op's turn
+// and, whenever another thread of the node waits for one, hands it over and queues again
+// (every 32 tests in the spin window, every test after it); it never sleeps, since it only
+// polls when no one else wants the core.
 // The wait policy is consulted throughout (watchdog, failure of another stream).
 void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
   using clock = std::chrono::steady_clock;
@@ -118,7 +125,9 @@ void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
     if (done) return;
     if (iter % 32 != 0 && waited < kSpinS) continue;
     waited = std::chrono::duration<double>(clock::now() - t0).count();
-    if (waited >= kSpinS) {
+    if (w.yield_turn()) {
+      // Core turns: polling is one more turn in the node's queue, never a sleep.
+    } else if (waited >= kSpinS) {
       std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
       sleep_us = std::min<int64_t>(sleep_us * 2, kMaxSleepUs);
     }
@@ -268,9 +277,11 @@ class MpiTransport final : public Transport {
     MPI_Comm local;
     PARALAB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
     PARALAB_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+    open_core_turns(local);
     PARALAB_MPI_CHECK(MPI_Comm_free(&local));
     types_.create();
   }
+  CoreTurns* core_turns() override { return turns_ ? &*turns_ : nullptr; }
   ~MpiTransport() override { finalize(); }
 
   [[nodiscard]] int rank() const override { return rank_; }
@@ -350,14 +361,60 @@ class MpiTransport final : public Transport {
   void finalize() override {
     if (!owns_ || finalized_) return;
     finalized_ = true;
+    turns_.reset();
+    if (turns_win_ != MPI_WIN_NULL) MPI_Win_free(&turns_win_);
     types_.destroy();
     MPI_Finalize();
   }
 
  private:
+  // With more ranks on this host than cores it lets the job use (mpirun binds nothing when it
+  // oversubscribes, so every rank sees the same affinity), the node's ranks take core turns
+  // (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
+  // default: so), on (always, as many turns as cores), off (never: the kernel's scheduler
+  // alone), or a number of turns (tests: contention on a host of any size).
+  void open_core_turns(MPI_Comm local) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    const char* env = std::getenv("PARALAB_CORE_TURNS");
+    const std::string mode = env && *env ? env : "auto";
+    int turns = 0;
+    if (mode == "auto") turns = local_size_ > cores ? cores : 0;
+    else if (mode == "on") turns = cores;
+    else if (mode != "off") {
+      char* end = nullptr;
+      const long n = std::strtol(mode.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 4096)
+        throw ExecError(rank_, "PARALAB_CORE_TURNS='" + mode + "': allowed are auto, on, off or a number of turns 1-4096");
+      turns = static_cast<int>(n);
+    }
+    // Every rank of the node must agree (one window, one count).
+    int lo = turns, hi = turns;
+    PARALAB_MPI_CHECK(MPI_Allreduce(&turns, &lo, 1, MPI_INT, MPI_MIN, local));
+    PARALAB_MPI_CHECK(MPI_Allreduce(&turns, &hi, 1, MPI_INT, MPI_MAX, local));
+    if (lo != hi)
+      throw ExecError(rank_, "core turns: the ranks of this host disagree (" + std::to_string(lo) + " to " +
+                                 std::to_string(hi) + " turns): set PARALAB_CORE_TURNS alike for every rank");
+    if (turns < 1) return;
+    int local_rank = 0;
+    PARALAB_MPI_CHECK(MPI_Comm_rank(local, &local_rank));
+    void* base = nullptr;
+    const MPI_Aint bytes = local_rank == 0 ? static_cast<MPI_Aint>(CoreTurns::kSharedBytes) : 0;
+    PARALAB_MPI_CHECK(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, local, &base, &turns_win_));
+    MPI_Aint size = 0;
+    int disp = 0;
+    PARALAB_MPI_CHECK(MPI_Win_shared_query(turns_win_, 0, &size, &disp, &base));
+    if (local_rank == 0) std::memset(base, 0, CoreTurns::kSharedBytes);
+    PARALAB_MPI_CHECK(MPI_Barrier(local));
+    turns_.emplace(base, turns);
+  }
+
   bool owns_ = false, finalized_ = false;
   int rank_ = 0, size_ = 1, local_size_ = 1;
   MpiTypes types_;
+  MPI_Win turns_win_ = MPI_WIN_NULL;
+  std::optional<CoreTurns> turns_;
 };
 
 }  // namespace

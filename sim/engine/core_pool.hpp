@@ -4,10 +4,12 @@
 // With more ranks than cores (CoreShare::Mode::node_cores), a compute op waits for a free core
 // and then runs at full speed to its end; a posted communication call's thread, busy-polling,
 // takes a core when one is free and gives it back when its spin window or its call ends. The
-// executor's threads behave so: the fair scheduler's slices (milliseconds) are longer than
-// most ops (0.01-1 ms), so an op rarely loses its core midway, and a thread that wants a core
-// waits before its op starts (measured on cpu-pp4: an op's wall time matches its thread CPU
-// time, while compute threads wait 0.3-1.7 ms between ops). Claims are served first come,
+// executor's threads behave so: with more ranks than cores they take core turns, first come
+// first served (exec/core_turns.hpp: an op's timing begins once its thread holds a turn, and
+// at most `cores` threads of the node hold one); before those (2026-11-23) the fair
+// scheduler's slices (milliseconds) were longer than most ops (0.01-1 ms), so an op rarely
+// lost its core midway either (measured on cpu-pp4: an op's wall time matched its thread CPU
+// time, while compute threads waited 0.3-1.7 ms between ops). Claims are served first come,
 // first served per node; equal times keep the engine's event order, so runs are identical.
 #pragma once
 

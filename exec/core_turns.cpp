@@ -1,0 +1,69 @@
+// paralab exec — core turns: a FIFO counting ticket lock over futexes in node-shared memory.
+#include "exec/core_turns.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <ctime>
+#include <stdexcept>
+
+#include "exec/comm.hpp"
+
+namespace paralab::exec {
+
+namespace {
+// Shared (not FUTEX_PRIVATE) futexes: the waiters and wakers are different processes.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+}  // namespace
+
+CoreTurns::CoreTurns(void* shared, int cores) : s_(static_cast<State*>(shared)), cores_(cores) {
+  if (!shared) throw std::invalid_argument("CoreTurns: no shared memory");
+  if (cores < 1) throw std::invalid_argument("CoreTurns: cores must be >= 1");
+}
+
+// Ticket t holds a turn once fewer than `cores` earlier tickets still hold theirs:
+// t - released < cores. The difference is taken modulo 2^32 and read as signed, so the
+// counters may wrap, and it may be negative: a waiter not yet scheduled when its turn came
+// finds later tickets admitted and released past it. Tickets are admitted in order, so a
+// waiter's slot is woken by exactly the release that admits it.
+void CoreTurns::acquire(const WaitPolicy& w) {
+  const uint32_t t = s_->next.fetch_add(1);
+  std::atomic<uint32_t>& slot = s_->slot[t % kSlots];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    // The generation first: a release between the check and the sleep changes it, and the
+    // futex then returns at once.
+    const uint32_t gen = slot.load();
+    if (static_cast<int32_t>(t - s_->released.load()) < cores_) return;
+    futex_wait(&slot, gen, 50'000'000);
+    w.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
+void CoreTurns::release() {
+  const uint32_t r = s_->released.fetch_add(1) + 1;
+  // The ticket this admits: a = r + cores - 1. The system call only when it was handed out: a
+  // waiter takes its ticket before it reads `released` (both sequentially consistent), so if
+  // `next` does not show it yet, it will see this release when it checks.
+  const uint32_t a = r + static_cast<uint32_t>(cores_) - 1;
+  std::atomic<uint32_t>& slot = s_->slot[a % kSlots];
+  slot.fetch_add(1);
+  if (static_cast<int32_t>(s_->next.load() - a) > 0) futex_wake(&slot);
+}
+
+int CoreTurns::waiting() const {
+  const auto taken = static_cast<int32_t>(s_->next.load(std::memory_order_relaxed) -
+                                          s_->released.load(std::memory_order_relaxed));
+  return taken > cores_ ? taken - cores_ : 0;
+}
+
+}  // namespace paralab::exec

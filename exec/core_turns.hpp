@@ -1,0 +1,57 @@
+// paralab exec — a node's cores as turns its ranks' threads take, first come, first served.
+//
+// With more ranks on a host than it has cores, the kernel's fair scheduler time-slices every
+// thread of every rank, and an op's time depends on which other threads happen to be runnable
+// (on the 2-core build machine a 2-rank TP all-reduce of cpu-tp2-pp2-gpipe took 15-40 us while
+// the other pipeline stage was idle and 130-300 us while it computed). CoreTurns makes the
+// ranks take turns instead: a thread holds a turn while its op runs (its timing begins once it
+// has one), at most `cores` turns are held on the node at once, the others sleep in arrival
+// order, and a polling communication call hands its turn on whenever someone waits. This is
+// the discipline the simulator's core pool models (sim/engine/core_pool.hpp). What it bought
+// and cost: docs/executor.md, "Core turns".
+//
+// The state is a counting ticket lock in memory shared by the node's processes (the transport
+// provides it: an MPI shared window). Waiters sleep on a futex per ticket slot, so a release
+// wakes only the ticket it admits.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace paralab::exec {
+
+class WaitPolicy;
+
+class CoreTurns {
+ public:
+  // Bytes of shared memory the state needs; the transport zeroes them before any use.
+  static constexpr size_t kSharedBytes = 4096;
+
+  // `shared`: kSharedBytes of zeroed memory mapped by every process of the node; `cores` >= 1.
+  CoreTurns(void* shared, int cores);
+
+  [[nodiscard]] int cores() const { return cores_; }
+  // Blocks until this thread holds a turn (FIFO over the node). `w` is checked every 50 ms of
+  // waiting (watchdog, another stream's failure); when it throws, the ticket is abandoned,
+  // which is only sound because the job is then failing.
+  void acquire(const WaitPolicy& w);
+  void release();
+  // How many threads of the node wait for a turn now (a hint: it may change at once).
+  [[nodiscard]] int waiting() const;
+
+ private:
+  static constexpr uint32_t kSlots = 512;
+  struct State {
+    std::atomic<uint32_t> next;      // the next ticket handed out
+    std::atomic<uint32_t> released;  // turns given back so far
+    std::atomic<uint32_t> slot[kSlots];  // per ticket slot: a generation a waiter sleeps on
+  };
+  static_assert(sizeof(State) <= kSharedBytes);
+  static_assert(std::atomic<uint32_t>::is_always_lock_free, "futexes need plain 32-bit words");
+
+  State* s_;
+  int cores_;
+};
+
+}  // namespace paralab::exec

@@ -1,0 +1,112 @@
+// tests/exec — core turns (exec/core_turns.hpp): at most `cores` holders, first come first
+// served, waits bounded by the wait policy. Threads of one process stand for the node's ranks
+// (the futexes are the shared kind, which work within a process too).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "exec/comm.hpp"
+#include "exec/core_turns.hpp"
+
+using namespace paralab::exec;
+
+namespace {
+struct Shared {
+  alignas(64) unsigned char bytes[CoreTurns::kSharedBytes] = {};
+};
+// Gives up after `limit_s` of waiting, as the runtime's watchdog does.
+class Deadline final : public WaitPolicy {
+ public:
+  explicit Deadline(double limit_s) : limit_s_(limit_s) {}
+  void check(double waited_s) const override {
+    if (waited_s > limit_s_) throw std::runtime_error("waited too long for a turn");
+  }
+
+ private:
+  double limit_s_;
+};
+void wait_until(const std::function<bool()>& cond) {
+  for (int i = 0; i < 20000 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  REQUIRE(cond());
+}
+}  // namespace
+
+TEST_CASE("core turns: never more holders than cores, and every thread gets its turns") {
+  for (int cores : {1, 2, 3}) {
+    Shared mem;
+    CoreTurns turns(mem.bytes, cores);
+    const Deadline w(60);
+    std::atomic<int> holders{0}, most{0};
+    std::atomic<int64_t> done{0};
+    constexpr int kThreads = 7, kRounds = 3000;
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kThreads; ++i)
+      ts.emplace_back([&, i] {
+        volatile double x = i;
+        for (int r = 0; r < kRounds; ++r) {
+          turns.acquire(w);
+          const int h = holders.fetch_add(1) + 1;
+          for (int m = most.load(); h > m && !most.compare_exchange_weak(m, h);) {}
+          for (int k = 0; k < (r % 7) * 50; ++k) x = x * 1.0000001 + 1;  // uneven hold times
+          holders.fetch_sub(1);
+          turns.release();
+          done.fetch_add(1);
+        }
+      });
+    for (auto& t : ts) t.join();
+    CAPTURE(cores);
+    CHECK(done.load() == int64_t{kThreads} * kRounds);
+    CHECK(most.load() <= cores);
+    CHECK(most.load() >= 1);
+    CHECK(turns.waiting() == 0);
+  }
+}
+
+TEST_CASE("core turns: waiters are admitted in the order they asked") {
+  Shared mem;
+  CoreTurns turns(mem.bytes, 1);
+  const Deadline w(60);
+  turns.acquire(w);  // held by this thread while the others queue
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 5; ++i) {
+    ts.emplace_back([&, i] {
+      turns.acquire(w);
+      {
+        std::lock_guard lk(mu);
+        order.push_back(i);
+      }
+      turns.release();
+    });
+    wait_until([&] { return turns.waiting() == i + 1; });  // thread i has its ticket
+  }
+  turns.release();
+  for (auto& t : ts) t.join();
+  CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(turns.waiting() == 0);
+}
+
+TEST_CASE("core turns: a wait for a turn that never comes ends through the wait policy") {
+  Shared mem;
+  CoreTurns turns(mem.bytes, 2);
+  const Deadline w(60), short_wait(0.2);
+  turns.acquire(w);
+  turns.acquire(w);
+  CHECK(turns.waiting() == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(turns.acquire(short_wait), "waited too long for a turn");
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(200));
+}
+
+TEST_CASE("core turns: bad arguments are refused") {
+  Shared mem;
+  CHECK_THROWS_AS(CoreTurns(nullptr, 2), std::invalid_argument);
+  CHECK_THROWS_AS(CoreTurns(mem.bytes, 0), std::invalid_argument);
+}
