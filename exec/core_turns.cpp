@@ -15,7 +15,9 @@
 namespace paralab::exec {
 
 namespace {
-// Shared (not FUTEX_PRIVATE) futexes: the waiters and wakers are different processes.
+// Shared (not FUTEX_PRIVATE) futexes: the waiters and wakers are different processes. The
+// wait's result is not read: woken, timed out, interrupted or the word already changed, the
+// caller checks its condition again.
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
   timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);

@@ -282,7 +282,13 @@ class MpiTransport final : public Transport {
     types_.create();
   }
   CoreTurns* core_turns() override { return turns_ ? &*turns_ : nullptr; }
-  ~MpiTransport() override { finalize(); }
+  ~MpiTransport() override {
+    finalize();
+    // A world this transport did not initialize stays up: the window goes now.
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) close_core_turns();
+  }
 
   [[nodiscard]] int rank() const override { return rank_; }
   [[nodiscard]] int size() const override { return size_; }
@@ -361,8 +367,7 @@ class MpiTransport final : public Transport {
   void finalize() override {
     if (!owns_ || finalized_) return;
     finalized_ = true;
-    turns_.reset();
-    if (turns_win_ != MPI_WIN_NULL) MPI_Win_free(&turns_win_);
+    close_core_turns();
     types_.destroy();
     MPI_Finalize();
   }
@@ -408,6 +413,10 @@ class MpiTransport final : public Transport {
     if (local_rank == 0) std::memset(base, 0, CoreTurns::kSharedBytes);
     PARALAB_MPI_CHECK(MPI_Barrier(local));
     turns_.emplace(base, turns);
+  }
+  void close_core_turns() {  // collective over the node, as every rank ends
+    turns_.reset();
+    if (turns_win_ != MPI_WIN_NULL) MPI_Win_free(&turns_win_);
   }
 
   bool owns_ = false, finalized_ = false;
