@@ -21,6 +21,7 @@
 
 #include "analysis/in_situ.hpp"
 #include "exec/backends.hpp"
+#include "exec/core_turns.hpp"
 #include "exec/execute.hpp"
 #include "exec/plan.hpp"
 #include "ir/enum_names.hpp"
@@ -186,7 +187,7 @@ HostInfo host_info() {
   HostInfo h;
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
-  h.cores = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+  h.cores = exec::usable_cores();  // as the executor's core turns count them
   std::ifstream cpu("/proc/cpuinfo");
   std::string line, flags;
   while (std::getline(cpu, line)) {

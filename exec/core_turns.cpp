@@ -2,9 +2,11 @@
 #include "exec/core_turns.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <ctime>
@@ -26,6 +28,13 @@ void futex_wake(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 }  // namespace
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+}
 
 CoreTurns::CoreTurns(void* shared, int cores) : s_(static_cast<State*>(shared)), cores_(cores) {
   if (!shared) throw std::invalid_argument("CoreTurns: no shared memory");

@@ -23,6 +23,11 @@ namespace paralab::exec {
 
 class WaitPolicy;
 
+// The cores this process may run on (sched_getaffinity; the online CPUs if that fails): what a
+// host's ranks share. The one count both `paralab calibrate` (node.cores, hence the simulator's
+// shared-cores regime) and the transport's core turns go by, so the two agree.
+[[nodiscard]] int usable_cores();
+
 class CoreTurns {
  public:
   // Bytes of shared memory the state needs; the transport zeroes them before any use.
@@ -32,9 +37,9 @@ class CoreTurns {
   CoreTurns(void* shared, int cores);
 
   [[nodiscard]] int cores() const { return cores_; }
-  // Blocks until this thread holds a turn (FIFO over the node). `w` is checked every 50 ms of
-  // waiting (watchdog, another stream's failure); when it throws, the ticket is abandoned,
-  // which is only sound because the job is then failing.
+  // Blocks until this thread holds a turn (FIFO over the node). `w` is checked at every wake-up,
+  // at least every 50 ms (watchdog, another stream's failure); when it throws, the ticket is
+  // abandoned, which is only sound because the job is then failing.
   void acquire(const WaitPolicy& w);
   void release();
   // How many threads of the node wait for a turn now (a hint: it may change at once).

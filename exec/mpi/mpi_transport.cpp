@@ -373,15 +373,13 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  // With more ranks on this host than cores it lets the job use (mpirun binds nothing when it
-  // oversubscribes, so every rank sees the same affinity), the node's ranks take core turns
+  // With more ranks on this host than cores it lets the job use (exec::usable_cores; mpirun binds
+  // nothing when it oversubscribes, so every rank sees the same affinity), the node's ranks take core turns
   // (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
   // default: so), on (always, as many turns as cores), off (never: the kernel's scheduler
   // alone), or a number of turns (tests: contention on a host of any size).
   void open_core_turns(MPI_Comm local) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    const int cores = usable_cores();
     const char* env = std::getenv("PARALAB_CORE_TURNS");
     const std::string mode = env && *env ? env : "auto";
     int turns = 0;
@@ -394,13 +392,13 @@ class MpiTransport final : public Transport {
         throw ExecError(rank_, "PARALAB_CORE_TURNS='" + mode + "': allowed are auto, on, off or a number of turns 1-4096");
       turns = static_cast<int>(n);
     }
-    // Every rank of the node must agree (one window, one count).
-    int lo = turns, hi = turns;
-    PARALAB_MPI_CHECK(MPI_Allreduce(&turns, &lo, 1, MPI_INT, MPI_MIN, local));
-    PARALAB_MPI_CHECK(MPI_Allreduce(&turns, &hi, 1, MPI_INT, MPI_MAX, local));
-    if (lo != hi)
-      throw ExecError(rank_, "core turns: the ranks of this host disagree (" + std::to_string(lo) + " to " +
-                                 std::to_string(hi) + " turns): set PARALAB_CORE_TURNS alike for every rank");
+    // Every rank of the node must agree (one window, one count): the least and, negated, the
+    // most in one reduction.
+    int mine[2] = {turns, -turns}, least[2] = {0, 0};
+    PARALAB_MPI_CHECK(MPI_Allreduce(mine, least, 2, MPI_INT, MPI_MIN, local));
+    if (least[0] != -least[1])
+      throw ExecError(rank_, "core turns: the ranks of this host disagree (" + std::to_string(least[0]) + " to " +
+                                 std::to_string(-least[1]) + " turns): set PARALAB_CORE_TURNS alike for every rank");
     if (turns < 1) return;
     int local_rank = 0;
     PARALAB_MPI_CHECK(MPI_Comm_rank(local, &local_rank));

@@ -3,6 +3,8 @@
 // (the futexes are the shared kind, which work within a process too).
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -109,4 +111,12 @@ TEST_CASE("core turns: bad arguments are refused") {
   Shared mem;
   CHECK_THROWS_AS(CoreTurns(nullptr, 2), std::invalid_argument);
   CHECK_THROWS_AS(CoreTurns(mem.bytes, 0), std::invalid_argument);
+}
+
+TEST_CASE("core turns: the host's usable cores are those of the process's affinity") {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  CHECK(usable_cores() == CPU_COUNT(&set));
+  CHECK(usable_cores() >= 1);
 }
