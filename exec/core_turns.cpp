@@ -41,6 +41,8 @@ CoreTurns::CoreTurns(void* shared, int cores) : s_(static_cast<State*>(shared)),
   if (cores < 1) throw std::invalid_argument("CoreTurns: cores must be >= 1");
 }
 
+// A ticket lock (Mellor-Crummey & Scott, "Algorithms for scalable synchronization on
+// shared-memory multiprocessors", ACM TOCS 9(1), 1991, Sec. 2.2), counting: `cores` holders.
 // Ticket t holds a turn once fewer than `cores` earlier tickets still hold theirs:
 // t - released < cores. The difference is taken modulo 2^32 and read as signed, so the
 // counters may wrap, and it may be negative: a waiter not yet scheduled when its turn came
