@@ -21,7 +21,6 @@
 
 #include "analysis/in_situ.hpp"
 #include "exec/backends.hpp"
-#include "exec/core_turns.hpp"
 #include "exec/execute.hpp"
 #include "exec/plan.hpp"
 #include "ir/enum_names.hpp"
@@ -183,11 +182,11 @@ nlohmann::json samples_json(const std::map<OpKey, OpSamples>& compute, const std
 
 // ---- Host and version ----------------------------------------------------------------------------
 
-HostInfo host_info() {
+HostInfo host_info(int cores) {
   HostInfo h;
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
-  h.cores = exec::usable_cores();  // as the executor's core turns count them
+  h.cores = cores;
   std::ifstream cpu("/proc/cpuinfo");
   std::string line, flags;
   while (std::getline(cpu, line)) {
@@ -253,7 +252,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   res.ranks = N;
   res.reps = opts.reps;
   res.started_utc = utc_now();
-  res.host = host_info();
+  res.host = host_info(world.node_cores());  // as the executor's core turns count them
   // With more ranks than cores every rank's threads share the host's cores: an op's wall time
   // is then how long the others held its core as much as its own work, which the simulator
   // models itself (sim/engine/core_share.hpp). Compute ops are replayed and timed by thread CPU

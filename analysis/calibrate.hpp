@@ -51,13 +51,13 @@ struct CalibrateOptions {
 
 struct HostInfo {
   std::string hostname, cpu_model, cpu_flags_summary;  // "avx2 fma", "avx512f fma"
-  int cores = 0;               // online logical CPUs
+  int cores = 0;               // CPUs the job's ranks on this host share (Transport::node_cores)
   double cpu_mhz = 0;          // /proc/cpuinfo (nominal on VMs)
   double theoretical_fp32_tflops_per_core = 0;
   double l2_mib = 0, mem_total_gib = 0;
   std::string loadavg_start, loadavg_end;  // /proc/loadavg
 };
-HostInfo host_info();
+HostInfo host_info(int cores);
 
 struct CalibrationResult {
   std::string backend;

@@ -281,7 +281,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("pcie_efficiency", fnum(t.node.pcie.efficiency));
   }
   kv("nics_per_node", fint(t.node.nics_per_node), "from the base topology");
-  if (cpu) kv("cores", fint(t.node.cores), "CPUs the ranks share (the process's affinity, exec::usable_cores)");
+  if (cpu) kv("cores", fint(t.node.cores), "CPUs the ranks share (the union of their affinities)");
   if (t.node.nics_per_node > 0) {
     kv("nic_bw_gbps", fnum(t.node.nic.bw_gbps));
     kv("nic_lat_us", fnum(t.node.nic.lat_us));

@@ -85,6 +85,10 @@ class Transport {
   // The host's core turns when this job's ranks outnumber its cores (exec/core_turns.hpp);
   // null otherwise, and the threads are left to the kernel's scheduler.
   [[nodiscard]] virtual CoreTurns* core_turns() { return nullptr; }
+  // The cores this job's ranks on this host may run on together: the union of their CPU
+  // affinities (exec/core_turns.hpp). Not one rank's: mpirun binds each of 2 ranks on a 2-core
+  // host to a core of its own, and the host still has 2 cores for them.
+  [[nodiscard]] virtual int node_cores() const = 0;
   virtual void barrier() = 0;
   // Collective over the world, called by every rank in the same order: ranks with the same
   // color >= 0 form a communicator ordered by key; color < 0 returns null. `members` are the

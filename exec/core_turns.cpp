@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <climits>
 #include <ctime>
@@ -29,12 +30,25 @@ void futex_wake(std::atomic<uint32_t>* word) {
 }
 }  // namespace
 
-int usable_cores() {
+CpuMask affinity_mask() {
+  CpuMask m{};
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+  const bool got = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0;
+  const long online = std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN));
+  const int bits = static_cast<int>(m.size() * 64);
+  for (int i = 0; i < bits; ++i)
+    if (got ? CPU_ISSET(i, &set) != 0 : i < online) m[static_cast<size_t>(i / 64)] |= uint64_t{1} << (i % 64);
+  return m;
 }
+
+int count_cpus(const CpuMask& m) {
+  int n = 0;
+  for (uint64_t w : m) n += std::popcount(w);
+  return n;
+}
+
+int usable_cores() { return std::max(1, count_cpus(affinity_mask())); }
 
 CoreTurns::CoreTurns(void* shared, int cores) : s_(static_cast<State*>(shared)), cores_(cores) {
   if (!shared) throw std::invalid_argument("CoreTurns: no shared memory");

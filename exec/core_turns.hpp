@@ -15,6 +15,7 @@
 // wakes only the ticket it admits.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +24,15 @@ namespace paralab::exec {
 
 class WaitPolicy;
 
-// The cores this process may run on (sched_getaffinity; the online CPUs if that fails): what a
-// host's ranks share. The one count both `paralab calibrate` (node.cores, hence the simulator's
-// shared-cores regime) and the transport's core turns go by, so the two agree.
+// The CPUs a process may run on, a bit each (CPU i: bit i % 64 of word i / 64; 1,024 CPUs).
+using CpuMask = std::array<uint64_t, 16>;
+
+// This process's (sched_getaffinity; the online CPUs if that fails).
+[[nodiscard]] CpuMask affinity_mask();
+[[nodiscard]] int count_cpus(const CpuMask& m);
+// The cores this process may run on. Not a host's cores for a job of several ranks: mpirun
+// binds each of N <= cores ranks to a core of its own, so each sees one; the union of the
+// ranks' masks is what they share (Transport::node_cores).
 [[nodiscard]] int usable_cores();
 
 class CoreTurns {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "exec/comm.hpp"
+#include "exec/core_turns.hpp"
 #include "exec/error.hpp"
 
 namespace paralab::exec {
@@ -55,6 +56,7 @@ class SelfTransport final : public Transport {
   [[nodiscard]] int size() const override { return 1; }
   [[nodiscard]] std::string name() const override { return "self"; }
   [[nodiscard]] int local_size() const override { return 1; }
+  [[nodiscard]] int node_cores() const override { return usable_cores(); }
   void barrier() override {}
   std::unique_ptr<GroupComm> split(int color, int, std::vector<int64_t>, std::string label) override {
     if (color < 0) return nullptr;

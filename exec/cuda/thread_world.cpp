@@ -14,6 +14,7 @@
 
 #include "exec/cuda/cuda_backend.hpp"
 #include "exec/cuda/nccl_comm.hpp"
+#include "exec/core_turns.hpp"
 #include "exec/error.hpp"
 #include "ir/error.hpp"
 
@@ -109,6 +110,7 @@ class ThreadTransport final : public Transport {
   [[nodiscard]] int size() const override { return s_->n; }
   [[nodiscard]] std::string name() const override { return "threads"; }
   [[nodiscard]] int local_size() const override { return s_->n; }
+  [[nodiscard]] int node_cores() const override { return usable_cores(); }  // one process
   void barrier() override { s_->world.exchange(rank_, {}); }
   std::unique_ptr<GroupComm> split(int color, int key, std::vector<int64_t> members, std::string label) override {
     const int64_t seq = splits_++;

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -277,6 +278,7 @@ class MpiTransport final : public Transport {
     MPI_Comm local;
     PARALAB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
     PARALAB_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+    node_cores_ = count_node_cores(local);
     open_core_turns(local);
     PARALAB_MPI_CHECK(MPI_Comm_free(&local));
     types_.create();
@@ -294,6 +296,7 @@ class MpiTransport final : public Transport {
   [[nodiscard]] int size() const override { return size_; }
   [[nodiscard]] std::string name() const override { return "mpi"; }
   [[nodiscard]] int local_size() const override { return local_size_; }
+  [[nodiscard]] int node_cores() const override { return node_cores_; }
   void barrier() override { PARALAB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
   std::unique_ptr<GroupComm> split(int color, int key, std::vector<int64_t> members, std::string label) override {
@@ -373,13 +376,20 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  // With more ranks on this host than cores it lets the job use (exec::usable_cores; mpirun binds
-  // nothing when it oversubscribes, so every rank sees the same affinity), the node's ranks take core turns
+  // The union of the node's ranks' CPU affinities. mpirun binds each of N <= cores ranks to a
+  // core of its own (each sees 1) and binds nothing when it oversubscribes (each sees all).
+  static int count_node_cores(MPI_Comm local) {
+    const CpuMask mine = affinity_mask();
+    CpuMask all{};
+    PARALAB_MPI_CHECK(MPI_Allreduce(mine.data(), all.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_BOR, local));
+    return std::max(1, count_cpus(all));
+  }
+  // With more ranks on this host than cores the job may use (node_cores_), the node's ranks take core turns
   // (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
   // default: so), on (always, as many turns as cores), off (never: the kernel's scheduler
   // alone), or a number of turns (tests: contention on a host of any size).
   void open_core_turns(MPI_Comm local) {
-    const int cores = usable_cores();
+    const int cores = node_cores_;
     const char* env = std::getenv("PARALAB_CORE_TURNS");
     const std::string mode = env && *env ? env : "auto";
     int turns = 0;
@@ -418,7 +428,7 @@ class MpiTransport final : public Transport {
   }
 
   bool owns_ = false, finalized_ = false;
-  int rank_ = 0, size_ = 1, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1, node_cores_ = 1;
   MpiTypes types_;
   MPI_Win turns_win_ = MPI_WIN_NULL;
   std::optional<CoreTurns> turns_;

@@ -43,6 +43,13 @@ half = v["execute"]["split_half_op_mape_pct"]
 assert (half > 0) if runs >= 4 else (half == 0), (half, runs)
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
+# 2 ranks on a host of 2 or more cores do not share cores: mpirun binds each to a core of its
+# own, and the calibration counts the union of the ranks' affinities, not one rank's.
+if [ "$(nproc)" -ge 2 ]; then
+  cal=$(ls "$work"/cache/calibration/*/cpu-np2-*.toml | head -1)
+  grep -Eq '^cores = ([2-9]|[1-9][0-9]+) ' "$cal" && ! grep -q 'ranks > .* cores' "$cal" || {
+    echo "the calibration counts fewer cores than the host's $(nproc) for 2 ranks:"; grep -E '^cores|ranks >' "$cal"; exit 1; }
+fi
 
 "$paralab" validate "$scenario" --backend cpu --steps 1 --runs 4 "${shrink[@]}" >"$work/out2.txt" 2>"$work/err2.txt" || {
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }

@@ -113,10 +113,28 @@ TEST_CASE("core turns: bad arguments are refused") {
   CHECK_THROWS_AS(CoreTurns(mem.bytes, 0), std::invalid_argument);
 }
 
-TEST_CASE("core turns: the host's usable cores are those of the process's affinity") {
+TEST_CASE("core turns: a process's cores are its affinity mask, counted bit by bit") {
   cpu_set_t set;
   CPU_ZERO(&set);
   REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  const CpuMask m = affinity_mask();
+  for (int i = 0; i < static_cast<int>(m.size() * 64); ++i)
+    CHECK(((m[static_cast<size_t>(i / 64)] >> (i % 64)) & 1) == (CPU_ISSET(i, &set) ? 1u : 0u));
+  CHECK(count_cpus(m) == CPU_COUNT(&set));
   CHECK(usable_cores() == CPU_COUNT(&set));
-  CHECK(usable_cores() >= 1);
+  // A union of two ranks' masks, each bound to a core of its own (as mpirun binds 2 ranks on a
+  // 2-core host), counts both; bits at the words' edges count once each.
+  CpuMask a{}, b{};
+  a[0] = 1;                     // CPU 0
+  b[0] = 2;                     // CPU 1
+  CHECK(count_cpus(a) == 1);
+  CpuMask u{};
+  for (size_t w = 0; w < u.size(); ++w) u[w] = a[w] | b[w];
+  CHECK(count_cpus(u) == 2);
+  CpuMask edges{};
+  edges[0] = uint64_t{1} << 63;  // CPU 63
+  edges[1] = 1;                  // CPU 64
+  edges[15] = uint64_t{1} << 63; // CPU 1023
+  CHECK(count_cpus(edges) == 3);
+  CHECK(count_cpus(CpuMask{}) == 0);
 }
