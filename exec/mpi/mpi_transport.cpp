@@ -384,8 +384,8 @@ class MpiTransport final : public Transport {
     PARALAB_MPI_CHECK(MPI_Allreduce(mine.data(), all.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_BOR, local));
     return std::max(1, count_cpus(all));
   }
-  // With more ranks on this host than cores the job may use (node_cores_), the node's ranks take core turns
-  // (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
+  // With more ranks on this host than cores the job may use (node_cores_), the node's ranks
+  // take core turns (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
   // default: so), on (always, as many turns as cores), off (never: the kernel's scheduler
   // alone), or a number of turns (tests: contention on a host of any size).
   void open_core_turns(MPI_Comm local) {
