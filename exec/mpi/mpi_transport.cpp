@@ -385,16 +385,16 @@ class MpiTransport final : public Transport {
     return std::max(1, count_cpus(all));
   }
   // With more ranks on this host than cores the job may use (node_cores_), the node's ranks
-  // take core turns (exec/core_turns.hpp) kept in a window shared by the node. PARALAB_CORE_TURNS: auto (the
-  // default: so), on (always, as many turns as cores), off (never: the kernel's scheduler
-  // alone), or a number of turns (tests: contention on a host of any size).
+  // take core turns (exec/core_turns.hpp) kept in a window shared by the node.
+  // PARALAB_CORE_TURNS: auto (the default: so), on (always, as many turns as cores), off
+  // (never: the kernel's scheduler alone), or a number of turns (tests: contention on a host
+  // of any size).
   void open_core_turns(MPI_Comm local) {
-    const int cores = node_cores_;
     const char* env = std::getenv("PARALAB_CORE_TURNS");
     const std::string mode = env && *env ? env : "auto";
     int turns = 0;
-    if (mode == "auto") turns = local_size_ > cores ? cores : 0;
-    else if (mode == "on") turns = cores;
+    if (mode == "auto") turns = local_size_ > node_cores_ ? node_cores_ : 0;
+    else if (mode == "on") turns = node_cores_;
     else if (mode != "off") {
       char* end = nullptr;
       const long n = std::strtol(mode.c_str(), &end, 10);
