@@ -98,10 +98,16 @@ struct CalibrationResult {
   size_t compute_tail_samples = 0, compute_tail_executions = 0;
   [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
   double comm_in_situ_extra_us = 0;
+  // The transfers' own (CollectiveSpec::p2p_launch_lat_us), when at least 20 awake transfers
+  // and 20 awake collectives were seen (p2p_extra_own; comm_in_situ_extra_us is then the
+  // collectives'); else both are the median over every awake call.
+  double p2p_in_situ_extra_us = 0;
+  bool p2p_extra_own = false;
+  size_t in_situ_awake_transfers = 0;
   // CPU: what a call one of whose pollers stopped spinning before it ended (exec::kPollSpinUs
   // from the first post: CommSample::spread_us plus the fit) took beyond the fit, median over its
-  // members, minus comm_in_situ_extra_us (the median of the other calls, which alone set that
-  // then): CollectiveSpec::wake_us. Counts of the two kinds of calls.
+  // members, minus the median of the other calls (which alone set the per-call extras then):
+  // CollectiveSpec::wake_us. Counts of the two kinds of calls.
   double wake_us = 0;
   size_t in_situ_awake_calls = 0, in_situ_asleep_calls = 0;
   double comm_in_situ_extra_all_us = 0;  // the median over all calls (for the file's comment)

@@ -89,6 +89,9 @@ Topology calibrated_topology(const CalibrationResult& r) {
     t.node.intra_link.lat_us = r.comm_fit.step_us;
     t.node.intra_link.efficiency = 1.0;
     t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm() ? r.comm_in_situ_extra_us : 0.0);
+    // The base topology's transfer cost is replaced too: by the transfers' own, or by launch's.
+    t.collectives.p2p_launch_lat_us.reset();
+    if (r.have_in_situ_comm() && r.p2p_extra_own) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
     t.collectives.step_lat_us = 0.0;
     t.collectives.reduce_gbps = r.comm_fit.reduce_gbps();
   }
@@ -302,10 +305,21 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[collectives]");
   if (r.have_comm_fit) {
     if (r.have_in_situ_comm()) {
-      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per call in situ (median over %zu executed calls beyond the fit%s)",
-                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.in_situ_awake_calls,
-                    r.in_situ_asleep_calls ? ", seen while polling" : "");
+      const char* polling = r.in_situ_asleep_calls ? ", seen while polling" : "";
+      const size_t transfers = r.in_situ_awake_transfers, collectives = r.in_situ_awake_calls - transfers;
+      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (median over %zu executed %s beyond the fit%s)",
+                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.p2p_extra_own ? "collective" : "call",
+                    r.p2p_extra_own ? collectives : r.in_situ_awake_calls, r.p2p_extra_own ? "collectives" : "calls", polling);
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), buf);
+      if (r.p2p_extra_own) {
+        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per transfer in situ (median over %zu executed transfers beyond the fit%s)",
+                      r.comm_fit.launch_us, r.p2p_in_situ_extra_us, transfers, polling);
+        kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), buf);
+      } else {
+        std::snprintf(buf, sizeof buf, "# p2p_launch_lat_us: as launch_lat_us (%zu transfers and %zu collectives executed; 20 of each tell them apart)",
+                      transfers, collectives);
+        line(buf);
+      }
     } else {
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
     }
@@ -315,6 +329,7 @@ std::string topology_toml(const CalibrationResult& r) {
                                      : "fitted R: reductions cost nothing beyond the transfers here");
   } else {
     kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "from the base topology");
+    if (t.collectives.p2p_launch_lat_us) kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), "from the base topology");
     kv("step_lat_us", fnum(t.collectives.step_lat_us), "from the base topology");
     kv("reduce_gbps", fnum(t.collectives.reduce_gbps), "from the base topology");
   }

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,13 @@ struct NetworkSpec {
 // NCCL-like collective costs that are not link properties.
 struct CollectiveSpec {
   double launch_lat_us = 5.0;    // fixed cost per collective call (kernel launch, setup)
+  // Fixed cost per point-to-point transfer call (a pipeline send/receive pair, a ring shift), in
+  // us; unset: launch_lat_us. On a CPU host whose ranks share cores the two differ: the 2-rank
+  // TP all-reduces of cpu-tp2-pp2-gpipe took a median 103 us beyond the alpha-beta fit (a ring
+  // needs both members' threads to run, in turns), its pipeline receives 1.8 us
+  // (bench/results/validate_cpu.md, "seventeenth session"). Measured by `paralab calibrate`.
+  std::optional<double> p2p_launch_lat_us;
+  [[nodiscard]] double p2p_launch_us() const { return p2p_launch_lat_us.value_or(launch_lat_us); }
   double step_lat_us = 1.0;      // per algorithm step, added to the links' latencies
   double tree_max_bytes = 0;     // automatic choice: tree below this size when nodes > 1
   // SMs a communication kernel occupies while it runs: NCCL runs one thread block per channel

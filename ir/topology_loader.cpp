@@ -97,6 +97,7 @@ const Schema<Topology>& topology_schema() {
         .real("network.switch_lat_us", AT(network.switch_link.lat_us), 0, 1e6)
         .real("network.link_efficiency", AT(network.switch_link.efficiency), 0, 1, true);
     x.real("collectives.launch_lat_us", AT(collectives.launch_lat_us), 0, 1e6)
+        .real("collectives.p2p_launch_lat_us", AT(collectives.p2p_launch_lat_us), 0, 1e6)
         .real("collectives.step_lat_us", AT(collectives.step_lat_us), 0, 1e6)
         .real("collectives.tree_max_bytes", AT(collectives.tree_max_bytes), 0, 1e15)
         .integer("collectives.intra_sms", AT(collectives.intra_sms), 0, 100000)

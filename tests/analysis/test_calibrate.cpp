@@ -465,6 +465,47 @@ TEST_CASE("in situ, calls ending after the spin window set wake_us, the others t
   CHECK(r.in_situ_awake_calls == 55);
 }
 
+// Transfers and collectives set their own per-call extras once 20 of each were seen awake
+// (a collective's ring needs every member's thread, a transfer its receiver's); with fewer,
+// both are the median over all, and the file leaves p2p_launch_lat_us out (launch's then).
+TEST_CASE("in situ, transfers and collectives each set their own per-call extra", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  // {collectives, transfers ending after their spin window}: 5 such are too few for a wake
+  // time, so they join the awake ones (listed first, so their order in the samples matters).
+  for (const auto [collectives, asleep] : {std::pair{30, 0}, std::pair{10, 0}, std::pair{30, 5}}) {
+    CalibrationResult r = synthetic_result(base_ir);
+    const double p2p_fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+    const double ar_fit = r.comm_fit.predict_us(CommPattern::all_reduce, 2, 16384);
+    for (int i = 0; i < asleep; ++i)
+      r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, p2p_fit + 500, 1, exec::kPollSpinUs + 100.0, exec::kPollSpinUs + 100.0});
+    for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, p2p_fit + i, 1, 0.0, 0.0});
+    for (int i = 0; i < collectives; ++i) r.in_situ.comm.push_back({CommPattern::all_reduce, 2, 16384, ar_fit + 100 + i, 1, 0.0, 0.0});
+    fit_all(r);
+    CAPTURE(collectives, asleep);
+    REQUIRE(r.have_in_situ_comm());
+    CHECK(r.in_situ_asleep_calls == 0);
+    test::TempFile topo(topology_toml(r), "calibrated-p2p.toml");
+    const Topology t = load_topology(topo.path());
+    CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+    if (collectives >= 20) {
+      // Transfers: 0..29 us beyond the fit (and 500 us for the late ones): medians 14.5, 17.
+      const double p2p_median = asleep ? 17.0 : 14.5;
+      CHECK(r.p2p_extra_own);
+      CHECK(r.in_situ_awake_transfers == static_cast<size_t>(30 + asleep));
+      CHECK(r.comm_in_situ_extra_us == Approx(114.5));
+      CHECK(r.p2p_in_situ_extra_us == Approx(p2p_median));
+      REQUIRE(t.collectives.p2p_launch_lat_us);
+      CHECK(t.collectives.p2p_launch_us() == Approx(r.comm_fit.launch_us + p2p_median).epsilon(1e-5));
+    } else {
+      CHECK_FALSE(r.p2p_extra_own);
+      CHECK(r.comm_in_situ_extra_us == Approx(r.p2p_in_situ_extra_us));
+      CHECK(r.comm_in_situ_extra_us == Approx(19.5));  // the median of all 40
+      CHECK_FALSE(t.collectives.p2p_launch_lat_us);
+      CHECK(t.collectives.p2p_launch_us() == t.collectives.launch_lat_us);
+    }
+  }
+}
+
 // finalize aligns only measured results (results/step_result.cpp): a simulated step starts
 // every call when its members have arrived, waits included, so alignment moves nothing.
 TEST_CASE("a simulated step's communication already starts at its last arrival", "[analysis][validate]") {

@@ -82,11 +82,17 @@ TEST_CASE("net collectives: send/recv and all-to-all match their closed forms", 
   const auto p2p = request(CollKind::p2p, {0, 8}, static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, p2p) ==
         Approx(kLaunchUs + kStepUs + kSameLeafLatUs + N / Bpus(kNicGBps)));
+  // A transfer's own launch cost (CollectiveSpec::p2p_launch_lat_us) replaces launch_lat_us for
+  // transfers only.
+  Topology own = t;
+  own.collectives.p2p_launch_lat_us = 40.0;
+  CHECK(simulate_one(own, layout, p2p) == Approx(40.0 + kStepUs + kSameLeafLatUs + N / Bpus(kNicGBps)));
   // All-to-all over 16 GPUs on 2 nodes: every GPU sends N/16 to each of 8 remote peers
   // through its own NIC (8/16 N at B_nic) and to 7 local peers over NVLink (faster).
   const auto a2a = request(CollKind::all_to_all, iota_ranks(0, 16), static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, a2a) ==
         Approx(kLaunchUs + kStepUs + kSameLeafLatUs + 8.0 / 16 * N / Bpus(kNicGBps)));
+  CHECK(simulate_one(own, layout, a2a) == Approx(simulate_one(t, layout, a2a)));
 }
 
 TEST_CASE("net collectives: hierarchical all-reduce matches its closed form", "[net]") {
