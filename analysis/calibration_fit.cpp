@@ -137,11 +137,11 @@ void fit_all(CalibrationResult& r) {
     // On a CPU host a call that ends after a poller stopped spinning (the wait of its first
     // participant for the last, plus the call's fitted time, beyond the spin window) ends when
     // that poller next wakes and moves its part of the data, for every member: those calls
-    // set wake_us, the others the per-call extra (bench/results/validate_cpu.md, "eighth
+    // set wake_us, the others the per-call extras (bench/results/validate_cpu.md, "eighth
     // session": quickstart's calls whose last member came 0.5 ms after the first took a median
     // 222 us more than the others, on both members). A wake time needs enough calls of both
     // kinds to be a median.
-    constexpr size_t kMinWakeCalls = 20;
+    constexpr size_t kMinWakeCalls = 20;  // also the least of each kind for the transfers' own extra
     std::vector<double> awake, asleep;
     std::vector<uint8_t> awake_transfer, asleep_transfer;  // per call: a transfer (send_recv), not a collective
     for (const CommSample& c : r.in_situ.comm) {

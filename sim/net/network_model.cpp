@@ -93,11 +93,11 @@ int64_t nodes_for(const Topology& topo, const Layout& layout) {
 }
 
 // What a call pays once before its first phase, in us: the launch latency (a transfer's own:
-// CollectiveSpec::p2p_launch_us), and on a host that
-// reduces in software (CollectiveSpec::reduce_gbps) the reduction arithmetic: every rank
-// combines (n-1)/n of the buffer it was given (the reduce-scatter half of a ring all-reduce,
-// Patarasuk & Yuan, JPDC 69(2), 2009; recursive halving and trees combine no less), serially
-// with its copies on a CPU host.
+// CollectiveSpec::p2p_launch_us), and on a host that reduces in software
+// (CollectiveSpec::reduce_gbps) the reduction arithmetic: every rank combines (n-1)/n of the
+// buffer it was given (the reduce-scatter half of a ring all-reduce, Patarasuk & Yuan, JPDC
+// 69(2), 2009; recursive halving and trees combine no less), serially with its copies on a CPU
+// host.
 double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
   if (req.kind == CollKind::p2p) return c.p2p_launch_us();
   const double n = static_cast<double>(req.members.size());
