@@ -2,7 +2,6 @@
 #include "exec/mpi/mpi_transport.hpp"
 
 #include <mpi.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
