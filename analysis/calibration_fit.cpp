@@ -142,21 +142,30 @@ void fit_all(CalibrationResult& r) {
     // 222 us more than the others, on both members). A wake time needs enough calls of both
     // kinds to be a median.
     constexpr size_t kMinWakeCalls = 20;  // also the least of each kind for the transfers' own extra
-    std::vector<double> awake, asleep;
-    std::vector<uint8_t> awake_transfer, asleep_transfer;  // per call: a transfer (send_recv), not a collective
+    struct Residual {
+      double extra_us;  // the call's time beyond the fit
+      bool transfer;    // a transfer (send_recv), not a collective
+    };
+    std::vector<Residual> awake, asleep;
     for (const CommSample& c : r.in_situ.comm) {
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       const bool slept = spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us;
-      (slept ? asleep : awake).push_back(c.time_us - fit_us);
-      (slept ? asleep_transfer : awake_transfer).push_back(c.pattern == CommPattern::send_recv);
+      (slept ? asleep : awake).push_back({c.time_us - fit_us, c.pattern == CommPattern::send_recv});
     }
-    std::vector<double> all = awake;
+    // The extras of the calls `pick` takes.
+    auto extras = [](const std::vector<Residual>& calls, auto pick) {
+      std::vector<double> out;
+      for (const Residual& c : calls)
+        if (pick(c)) out.push_back(c.extra_us);
+      return out;
+    };
+    auto any = [](const Residual&) { return true; };
+    std::vector<Residual> all = awake;
     all.insert(all.end(), asleep.begin(), asleep.end());
-    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(all, 0.5));
+    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(extras(all, any), 0.5));
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     if (!split) {
       awake = std::move(all);
-      awake_transfer.insert(awake_transfer.end(), asleep_transfer.begin(), asleep_transfer.end());
       asleep.clear();
     }
     r.in_situ_awake_calls = awake.size();
@@ -165,14 +174,14 @@ void fit_all(CalibrationResult& r) {
     // share cores a collective's ring needs every member's thread to run, a transfer only its
     // receiver's (cpu-tp2-pp2-gpipe: 103 against 1.8 us; bench/results/validate_cpu.md,
     // "seventeenth session"). The wake time stays relative to all of them.
-    std::vector<double> coll, p2p;
-    for (size_t i = 0; i < awake.size(); ++i) (awake_transfer[i] ? p2p : coll).push_back(awake[i]);
-    const double pooled = std::max(0.0, quantile(std::move(awake), 0.5));
+    std::vector<double> coll = extras(awake, [](const Residual& c) { return !c.transfer; });
+    std::vector<double> p2p = extras(awake, [](const Residual& c) { return c.transfer; });
+    const double pooled = std::max(0.0, quantile(extras(awake, any), 0.5));
     r.in_situ_awake_transfers = p2p.size();
     r.p2p_extra_own = coll.size() >= kMinWakeCalls && p2p.size() >= kMinWakeCalls;
     r.comm_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, quantile(std::move(coll), 0.5)) : pooled;
     r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, quantile(std::move(p2p), 0.5)) : pooled;
-    r.wake_us = split ? std::max(0.0, quantile(std::move(asleep), 0.5) - pooled) : 0.0;
+    r.wake_us = split ? std::max(0.0, quantile(extras(asleep, any), 0.5) - pooled) : 0.0;
   }
 }
 

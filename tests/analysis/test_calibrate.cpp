@@ -472,7 +472,7 @@ TEST_CASE("in situ, transfers and collectives each set their own per-call extra"
   const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
   // {collectives, transfers ending after their spin window}: 5 such are too few for a wake
   // time, so they join the awake ones (listed first, so their order in the samples matters).
-  for (const auto [collectives, asleep] : {std::pair{30, 0}, std::pair{10, 0}, std::pair{30, 5}}) {
+  for (const auto& [collectives, asleep] : {std::pair{30, 0}, std::pair{10, 0}, std::pair{30, 5}}) {
     CalibrationResult r = synthetic_result(base_ir);
     const double p2p_fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
     const double ar_fit = r.comm_fit.predict_us(CommPattern::all_reduce, 2, 16384);
