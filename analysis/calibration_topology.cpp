@@ -305,16 +305,20 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[collectives]");
   if (r.have_comm_fit) {
     if (r.have_in_situ_comm()) {
-      const char* polling = r.in_situ_asleep_calls ? ", seen while polling" : "";
       const size_t transfers = r.in_situ_awake_transfers, collectives = r.in_situ_awake_calls - transfers;
-      std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (median over %zu executed %s beyond the fit%s)",
-                    r.comm_fit.launch_us, r.comm_in_situ_extra_us, r.p2p_extra_own ? "collective" : "call",
-                    r.p2p_extra_own ? collectives : r.in_situ_awake_calls, r.p2p_extra_own ? "collectives" : "calls", polling);
-      kv("launch_lat_us", fnum(t.collectives.launch_lat_us), buf);
+      // How a per-call cost was measured: the fit's L plus the median of `n` executed calls of
+      // one kind ("collective", "transfer", or "call" for both).
+      auto in_situ_note = [&](double extra_us, const std::string& kind, size_t n) {
+        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (median over %zu executed %ss beyond the fit%s)",
+                      r.comm_fit.launch_us, extra_us, kind.c_str(), n, kind.c_str(),
+                      r.in_situ_asleep_calls ? ", seen while polling" : "");
+        return std::string(buf);
+      };
+      kv("launch_lat_us", fnum(t.collectives.launch_lat_us),
+         r.p2p_extra_own ? in_situ_note(r.comm_in_situ_extra_us, "collective", collectives)
+                         : in_situ_note(r.comm_in_situ_extra_us, "call", r.in_situ_awake_calls));
       if (r.p2p_extra_own) {
-        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per transfer in situ (median over %zu executed transfers beyond the fit%s)",
-                      r.comm_fit.launch_us, r.p2p_in_situ_extra_us, transfers, polling);
-        kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), buf);
+        kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), in_situ_note(r.p2p_in_situ_extra_us, "transfer", transfers));
       } else {
         std::snprintf(buf, sizeof buf, "# p2p_launch_lat_us: as launch_lat_us (%zu transfers and %zu collectives executed; 20 of each tell them apart)",
                       transfers, collectives);
