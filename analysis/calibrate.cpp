@@ -437,7 +437,9 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
       if (rank == 0) {
         collect_in_situ(*ir, out.result, "execution " + ir->scenario.name, res.in_situ);
         measured_s += out.result.step_time_s;
-        res.in_situ.step_s[ir->scenario.name].push_back(out.result.step_time_s);
+        auto& steps = res.in_situ.step_s[ir->scenario.name];
+        steps.digest = scenario_digest(ir->scenario);
+        steps.s.push_back(out.result.step_time_s);
         more = measured_s < kInSituS && run + 1 < kInSituMax;
       }
       world.all_reduce(&more, 1, ReduceOp::max);  // rank 0 decides for everyone

@@ -114,6 +114,12 @@ Topology calibrated_topology(const CalibrationResult& r) {
     else if (s.key.bytes > 0)
       t.calibration.kernels.push_back({s.key.kind, s.key.bytes, t_us});
   }
+  for (const auto& [name, steps] : r.in_situ.step_s) {
+    if (steps.s.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());
+    t.calibration.executions.push_back(
+        {name, steps.digest, static_cast<int64_t>(steps.s.size()), quantile(steps.s, 0.5), *lo, *hi});
+  }
   return t;
 }
 
@@ -172,11 +178,9 @@ std::string topology_toml(const CalibrationResult& r) {
     for (const auto& n : r.scenarios) names += (names.empty() ? "" : ", ") + n;
     line("# Every compute op of these scenarios was measured exactly (replayed with the executor's code): " + names + ".");
   }
-  for (const auto& [name, steps] : r.in_situ.step_s) {
-    if (steps.empty()) continue;
-    std::snprintf(buf, sizeof buf, "# In situ: %s executed %zu times, measured step median %.6g s (%.6g-%.6g).", name.c_str(),
-                  steps.size(), quantile(steps, 0.5), *std::min_element(steps.begin(), steps.end()),
-                  *std::max_element(steps.begin(), steps.end()));
+  for (const ExecutionPoint& e : t.calibration.executions) {
+    std::snprintf(buf, sizeof buf, "# In situ: %s executed %lld times, measured step median %.6g s (%.6g-%.6g).", e.scenario.c_str(),
+                  (long long)e.executions, e.step_median_s, e.step_min_s, e.step_max_s);
     line(buf);
   }
   if (r.compute_cpu_time)
@@ -402,6 +406,17 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[calibration]");
   kv("source", fstr(t.calibration.source));
   line("");
+  // What validate holds its own executions against (the machine's drift since calibrating).
+  for (const ExecutionPoint& e : t.calibration.executions) {
+    line("[[calibration.execution]]  # executed in situ: what `validate` compares its executions' steps with");
+    kv("scenario", fstr(e.scenario));
+    kv("digest", fstr(e.digest));
+    kv("executions", fint(e.executions));
+    kv("step_median_s", fnum(e.step_median_s));
+    kv("step_min_s", fnum(e.step_min_s));
+    kv("step_max_s", fnum(e.step_max_s));
+    line("");
+  }
   // Points: medians over every rank and pass; the comment gives the spread and the origin.
   for (const OpSamples& s : r.compute) {
     const double med = s.median_us();

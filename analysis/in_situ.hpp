@@ -80,9 +80,14 @@ struct InSituSamples {
     int64_t n = 0;
   };
   std::vector<std::map<OpKey, KeySum>> compute_by_execution;
-  // Per executed scenario, its measured steps' times (s): what the calibrated prediction of
-  // that scenario should reproduce, written in the file's header for validate to compare.
-  std::map<std::string, std::vector<double>> step_s;
+  // Per executed scenario (by name), its digest and measured steps' times (s): what the
+  // calibrated prediction of that scenario should reproduce, and what `validate` holds its own
+  // executions against (the machine's drift since calibrating: [[calibration.execution]]).
+  struct Steps {
+    std::string digest;
+    std::vector<double> s;
+  };
+  std::map<std::string, Steps> step_s;
 };
 
 // Appends the samples of one measured step of `ir` (every rank's ops: execute's gathered

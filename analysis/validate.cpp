@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -147,6 +148,12 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::vector<std::string> sets = opts.sets;
     sets.push_back("cluster.topology=" + std::filesystem::absolute(v.calibration).string());
     const Scenario sc = load_scenario(opts.scenario, sets);
+    const std::string digest = scenario_digest(s);
+    for (const ExecutionPoint& e : sc.topology.calibration.executions)
+      if (e.digest == digest) {
+        v.host_drift.executions = e.executions;
+        v.host_drift.calibrated_step_s = e.step_median_s;
+      }
     const StepIR ir = build_step_ir(sc);
     const sim::Simulation sim = sim::simulate(ir);
     const std::filesystem::path p = opts.work_dir / "predicted.json";
@@ -219,6 +226,20 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   const auto [median_step, chosen] = runs[(runs.size() - 1) / 2];
   if (runs.size() > 1 && median_step > 0)
     v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / median_step;
+  if (auto& h = v.host_drift; h.executions > 0) {
+    h.measured_step_s = median_step;
+    h.pct = 100.0 * (median_step - h.calibrated_step_s) / h.calibrated_step_s;
+    h.predicted_pct = 100.0 * (v.predicted.result.step_time_s - h.calibrated_step_s) / h.calibrated_step_s;
+    if (std::abs(h.pct) > ValidateOutcome::kHostDriftWarnPct) {
+      char buf[384];
+      std::snprintf(buf, sizeof buf,
+                    "warning: these runs' median step (%.4g s) is %+.1f%% from the calibration's executions of this "
+                    "scenario (%.4g s): the machine moved since it was calibrated, and a step error of that size is the "
+                    "host's, not the model's (run again on a quiet machine, or --recalibrate)",
+                    median_step, h.pct, h.calibrated_step_s);
+      log(buf);
+    }
+  }
   v.measured_summary = summaries[static_cast<size_t>(chosen)];
   v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
 
@@ -261,6 +282,12 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   j["op_mape_pct"] = v.comparison.op_mape_pct;
   j["comparison"] = to_json(v.comparison);
   j["calibration"] = {{"file", v.calibration.string()}, {"made_now", v.calibration_made}, {"wall_s", v.calibrate_s}};
+  if (const auto& h = v.host_drift; h.executions > 0)
+    j["calibration"]["executed"] = {{"executions", h.executions},
+                                    {"step_median_s", h.calibrated_step_s},
+                                    {"measured_step_median_s", h.measured_step_s},
+                                    {"host_drift_pct", h.pct},
+                                    {"predicted_error_pct", h.predicted_pct}};
   j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
@@ -308,6 +335,14 @@ std::string validate_table(const ValidateOutcome& v) {
                   "compute     busy per rank %.4g s predicted; measured %.4g s (median of %zu ranks x runs, %.4g .. %.4g s)\n"
                   "            how fast this machine computed while executing, against its calibration\n\n",
                   b.predicted_s, b.median_s, b.samples, b.min_s, b.max_s);
+    out += buf;
+  }
+  if (const auto& h = v.host_drift; h.executions > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "host        the calibration executed this scenario at %.4g s per step (median of %lld); these runs\n"
+                  "            %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the prediction\n"
+                  "            is %+.1f%% from the calibration's executions (in-sample: the model without that drift)\n\n",
+                  h.calibrated_step_s, (long long)h.executions, h.measured_step_s, h.pct, h.predicted_pct);
     out += buf;
   }
   out += to_table(c);

@@ -82,6 +82,20 @@ struct ValidateOutcome {
     double min_s = 0, median_s = 0, max_s = 0;  // over every run's every rank
     size_t samples = 0;                       // ranks x runs (0: nothing measured)
   } compute_busy;
+  // The calibration's own executions of this scenario ([[calibration.execution]], same digest)
+  // against these runs' median step: how far the machine moved since it was calibrated. A
+  // 2-vCPU VM ran cpu-cp2 at 8.3 ms per step while calibrating and 5.9 ms minutes later
+  // (bench/results/validate_cpu.md, "nineteenth session"): a step error of that size is not
+  // the model's. executions 0: the calibration did not execute this scenario.
+  struct HostDrift {
+    int64_t executions = 0;
+    double calibrated_step_s = 0;  // the calibration's executions' median step
+    double measured_step_s = 0;    // these runs' median step
+    double pct = 0;                // (measured - calibrated) / calibrated, %
+    double predicted_pct = 0;      // (predicted - calibrated) / calibrated, %: the model alone
+  } host_drift;
+  // |pct| beyond this is logged as a warning: the bound a validated step error is held to.
+  static constexpr double kHostDriftWarnPct = 10.0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
 };

@@ -171,10 +171,20 @@ struct KernelPoint {
   int64_t bytes = 0;     // bytes the kernel reads and writes
   double time_us = 0;
 };
+// A scenario the calibration executed in situ, and how long its steps took then: what
+// `validate` holds its own executions against, to tell the machine's drift since calibrating
+// from the model's error (docs/calibration.md, "Validate"). The simulator does not read it.
+struct ExecutionPoint {
+  std::string scenario;  // the scenario's name
+  std::string digest;    // its scenario_digest (model, training, layout keys)
+  int64_t executions = 0;
+  double step_median_s = 0, step_min_s = 0, step_max_s = 0;
+};
 struct Calibration {
   std::string source;    // how and where it was measured
   std::vector<GemmPoint> gemm;
   std::vector<KernelPoint> kernels;
+  std::vector<ExecutionPoint> executions;
 
   [[nodiscard]] bool empty() const { return gemm.empty() && kernels.empty(); }
 };

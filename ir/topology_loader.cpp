@@ -157,6 +157,31 @@ KernelPoint read_kernel_point(const RawTable& e, const std::string& file) {
   return p;
 }
 
+ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) {
+  ExecutionPoint p;
+  constexpr const char* kAllowed = "scenario, digest, executions, step_median_s, step_min_s, step_max_s";
+  bool have_median = false;
+  for (const auto& [k, v] : e) {
+    const std::string key = "calibration.execution." + k;
+    if (k == "scenario") p.scenario = read_string(v, key);
+    else if (k == "digest") p.digest = read_string(v, key);
+    else if (k == "executions") p.executions = read_int(v, key, 1, int64_t{1} << 40);
+    else if (k == "step_median_s") { p.step_median_s = read_double(v, key, 0, 1e9, true); have_median = true; }
+    else if (k == "step_min_s") p.step_min_s = read_double(v, key, 0, 1e9, true);
+    else if (k == "step_max_s") p.step_max_s = read_double(v, key, 0, 1e9, true);
+    else throw ConfigError(v.loc, key, v.text, "unknown key", kAllowed);
+  }
+  const SourceLoc at{file, e.empty() ? 0 : e.begin()->second.loc.line, 0};
+  if (p.scenario.empty() || p.digest.empty() || p.executions == 0 || !have_median)
+    throw ConfigError(at, "calibration.execution", "", "an entry lacks scenario, digest, executions or step_median_s", kAllowed);
+  if (p.step_min_s == 0) p.step_min_s = p.step_median_s;
+  if (p.step_max_s == 0) p.step_max_s = p.step_median_s;
+  if (!(p.step_min_s <= p.step_median_s && p.step_median_s <= p.step_max_s))
+    throw ConfigError(at, "calibration.execution", std::to_string(p.step_median_s),
+                      "step_median_s outside [step_min_s, step_max_s]", "step_min_s <= step_median_s <= step_max_s");
+  return p;
+}
+
 }  // namespace
 
 Topology load_topology(const std::filesystem::path& file,
@@ -179,9 +204,11 @@ Topology load_topology(const std::filesystem::path& file,
       for (const auto& e : entries) t.calibration.gemm.push_back(read_gemm_point(e, raw.file));
     } else if (name == "calibration.kernel") {
       for (const auto& e : entries) t.calibration.kernels.push_back(read_kernel_point(e, raw.file));
+    } else if (name == "calibration.execution") {
+      for (const auto& e : entries) t.calibration.executions.push_back(read_execution_point(e, raw.file));
     } else {
       throw ConfigError(SourceLoc{raw.file, 0, 0}, name, "", "unknown array of tables",
-                        "[[calibration.gemm]], [[calibration.kernel]]");
+                        "[[calibration.gemm]], [[calibration.kernel]], [[calibration.execution]]");
     }
   }
 

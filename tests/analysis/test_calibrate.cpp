@@ -76,7 +76,10 @@ CalibrationResult synthetic_result(const StepIR& ir) {
 
 TEST_CASE("a calibrated topology loads, simulates and takes the measured op times", "[analysis][calibrate]") {
   const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
-  const CalibrationResult r = synthetic_result(base_ir);
+  CalibrationResult r = synthetic_result(base_ir);
+  // A scenario executed in situ: its steps go into the file for validate to hold its own
+  // executions against (median, min, max).
+  r.in_situ.step_s["cpu-tp2"] = {"af765c8ba317", {0.012, 0.010, 0.011}};
 
   // The fits found the synthetic parameters.
   REQUIRE(r.gemm.count(MathMode::f32));
@@ -102,6 +105,13 @@ TEST_CASE("a calibrated topology loads, simulates and takes the measured op time
   CHECK(t.device.peak(MathMode::f32) * t.device.gemm_max_efficiency * 1e6 == Approx(40e3).epsilon(0.05));
   CHECK_FALSE(t.calibration.source.empty());
   CHECK(t.calibration.gemm.size() + t.calibration.kernels.size() == r.compute.size());
+  REQUIRE(t.calibration.executions.size() == 1);
+  CHECK(t.calibration.executions[0].scenario == "cpu-tp2");
+  CHECK(t.calibration.executions[0].digest == "af765c8ba317");
+  CHECK(t.calibration.executions[0].executions == 3);
+  CHECK(t.calibration.executions[0].step_median_s == Approx(0.011));
+  CHECK(t.calibration.executions[0].step_min_s == Approx(0.010));
+  CHECK(t.calibration.executions[0].step_max_s == Approx(0.012));
 
   // A scenario on the calibrated topology: every compute op takes its point's median.
   const Scenario s = test::scenario_from(cpu_scenario(topo.path().string()));

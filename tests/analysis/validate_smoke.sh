@@ -38,6 +38,13 @@ assert b["samples"] == 2 * runs, (b, runs)
 assert 0 < b["min"] <= b["median"] <= b["max"], b
 assert b["predicted"] > 0, b
 assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
+# The calibration made now executed the scenario in situ: validate holds its runs against those
+# steps (the machine's drift since calibrating) and the prediction against them (the model's).
+x = v["calibration"]["executed"]
+assert x["executions"] >= 1 and x["step_median_s"] > 0, x
+assert abs(x["measured_step_median_s"] - sorted(v["execute"]["runs_step_time_s"])[(runs - 1) // 2]) < 1e-12, x
+assert abs(x["host_drift_pct"] - 100 * (x["measured_step_median_s"] / x["step_median_s"] - 1)) < 1e-6, x
+assert abs(x["predicted_error_pct"] - 100 * (v["predicted"]["step_time_s"] / x["step_median_s"] - 1)) < 1e-6, x
 # The reference's own reproducibility: even runs' per-op medians against the odd runs'.
 half = v["execute"]["split_half_op_mape_pct"]
 assert (half > 0) if runs >= 4 else (half == 0), (half, runs)
@@ -55,6 +62,8 @@ fi
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
+grep -q "^host        the calibration executed this scenario at .* (median of [0-9]*); these runs" "$work/out2.txt" || {
+  echo "no host drift line"; cat "$work/out2.txt"; exit 1; }
 grep -q "^compute     busy per rank .* predicted; measured .* (median of 8 ranks x runs" "$work/out2.txt" || {
   echo "no compute line for 2 ranks x 4 runs"; cat "$work/out2.txt"; exit 1; }
 # Four executions: how much they differ is reported, and real runs never agree on every op.

@@ -172,6 +172,47 @@ TEST_CASE("bad topology files name their own file, line and key", "[ir][config]"
   expect_error(kBase, {"device.mem_bw_gbps", 0, "-1", "", "out of range"}, {"topology.device.mem_bw_gbps=-1"});
 }
 
+// [[calibration.execution]]: what `paralab validate` holds its executions against (a
+// calibration's in-situ steps). Complete entries load; a missing field, an unknown key or a
+// median outside [min, max] is refused with the entry's line.
+TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][config]") {
+  const std::string head = "name = \"x\"\n[device]\nkind = \"cpu\"\npeak_fp32_tflops = 0.1\nmemory_gib = 8\nmem_bw_gbps = 10\n"
+                           "[node]\ndevices_per_node = 2\nintra = \"shm\"\nintra_bw_gbps = 5\n";
+  const auto load = [](const std::string& toml) {
+    TempFile f(toml, "topo.toml");
+    return paralab::load_topology(f.path());
+  };
+  const paralab::Topology t = load(head + "[[calibration.execution]]\nscenario = \"cpu-tp2\"\ndigest = \"af76\"\n"
+                                          "executions = 10\nstep_median_s = 0.016\nstep_min_s = 0.015\nstep_max_s = 0.019\n");
+  REQUIRE(t.calibration.executions.size() == 1);
+  const paralab::ExecutionPoint& e = t.calibration.executions[0];
+  CHECK(e.scenario == "cpu-tp2");
+  CHECK(e.digest == "af76");
+  CHECK(e.executions == 10);
+  CHECK(e.step_median_s == 0.016);
+  CHECK(e.step_min_s == 0.015);
+  CHECK(e.step_max_s == 0.019);
+  CHECK(t.calibration.empty());  // no compute points: the compute model keeps its formulas
+
+  const auto refused = [&](const std::string& entry, const std::string& key, int line, const std::string& problem) {
+    try {
+      load(head + "[[calibration.execution]]\n" + entry);
+      FAIL("expected a ConfigError for " << entry);
+    } catch (const ConfigError& err) {
+      INFO("message: " << err.what());
+      CHECK(err.key() == key);
+      CHECK(err.loc().line == line);
+      CHECK(err.problem().find(problem) != std::string::npos);
+      CHECK(err.allowed().find("step_median_s") != std::string::npos);
+    }
+  };
+  refused("scenario = \"a\"\nexecutions = 3\nstep_median_s = 0.01\n", "calibration.execution", 13, "lacks");
+  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_mean_s = 0.01\n", "calibration.execution.step_mean_s", 15,
+          "unknown key");
+  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_max_s = 0.005\n",
+          "calibration.execution", 13, "outside");
+}
+
 TEST_CASE("overrides must be section.key=value", "[ir][config]") {
   expect_error(kBase, {"parallel.tensor", 0, "", "--set section.key=value", "must look like"}, {"parallel.tensor"});
 }
