@@ -32,24 +32,28 @@ fi
 mkdir -p "$out"
 export PARALAB_CACHE_DIR=$out/cache  # fresh calibrations
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-echo "results in $out; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+virt=$(systemd-detect-virt 2>/dev/null || true)
+echo "results in $out; $(nproc) CPUs ($cpu${virt:+, $virt guest}), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | halves differ: op MAPE | step spread | compute per rank: predicted / measured median (min-max) ms |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | halves differ: op MAPE | step spread | compute per rank: predicted / measured median (min-max) ms | against the calibration's executions: runs / prediction |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for s in "${scenarios[@]}"; do
   # The work directory (predicted.json, measured-K.json, measured.json) stays in $out/$s, for
   # `paralab compare` of another prediction against the same executions.
   "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} --out-dir "$out/$s" --json \
     >"$out/$s.json" 2>"$out/$s.err" || {
-    echo "| $s | failed: see $out/$s.err | | | | | | | |"; continue; }
+    echo "| $s | failed: see $out/$s.err | | | | | | | | |"; continue; }
   python3 - "$out/$s.json" "$s" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); e = d["execute"]
 b = e.get("compute_per_rank_s", {})
 busy = "%.1f / %.1f (%.1f-%.1f)" % tuple(1e3 * b[k] for k in ("predicted", "median", "min", "max")) if b else "-"
-print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %.1f %% | %.1f %% | %.1f %% | %s |" % (
+x = d["calibration"].get("executed")
+host = "%+.1f %% / %+.1f %%" % (x["host_drift_pct"], x["predicted_error_pct"]) if x else "-"
+print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %.1f %% | %.1f %% | %.1f %% | %s | %s |" % (
     sys.argv[2], d["predicted"]["step_time_s"], d["measured"]["step_time_s"], d["step_time_error_pct"],
-    d["op_mape_pct"], e["run_to_run_op_mape_pct"], e["split_half_op_mape_pct"], e["run_to_run_step_spread_pct"], busy))
+    d["op_mape_pct"], e["run_to_run_op_mape_pct"], e["split_half_op_mape_pct"], e["run_to_run_step_spread_pct"], busy, host))
 PY
 done
 [ $pairs -eq 1 ] || exit 0
