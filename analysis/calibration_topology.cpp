@@ -178,11 +178,8 @@ std::string topology_toml(const CalibrationResult& r) {
     for (const auto& n : r.scenarios) names += (names.empty() ? "" : ", ") + n;
     line("# Every compute op of these scenarios was measured exactly (replayed with the executor's code): " + names + ".");
   }
-  for (const ExecutionPoint& e : t.calibration.executions) {
-    std::snprintf(buf, sizeof buf, "# In situ: %s executed %lld times, measured step median %.6g s (%.6g-%.6g).", e.scenario.c_str(),
-                  (long long)e.executions, e.step_median_s, e.step_min_s, e.step_max_s);
-    line(buf);
-  }
+  if (!t.calibration.executions.empty())
+    line("# In situ: the scenarios executed and their steps are the [[calibration.execution]] entries below.");
   if (r.compute_cpu_time)
     line("# " + std::to_string(r.ranks) + " ranks > " + std::to_string(h.cores) +
          " cores: compute ops timed by thread CPU time (the simulator shares node.cores among the ranks' threads).");
