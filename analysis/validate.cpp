@@ -228,15 +228,13 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / median_step;
   if (auto& h = v.host_drift; h.executions > 0) {
     h.measured_step_s = median_step;
-    h.pct = 100.0 * (median_step - h.calibrated_step_s) / h.calibrated_step_s;
-    h.predicted_pct = 100.0 * (v.predicted.result.step_time_s - h.calibrated_step_s) / h.calibrated_step_s;
-    if (std::abs(h.pct) > ValidateOutcome::kHostDriftWarnPct) {
+    if (std::abs(h.pct_of(median_step)) > ValidateOutcome::kHostDriftWarnPct) {
       char buf[384];
       std::snprintf(buf, sizeof buf,
                     "warning: these runs' median step (%.4g s) is %+.1f%% from the calibration's executions of this "
                     "scenario (%.4g s): the machine moved since it was calibrated, and a step error of that size is the "
                     "host's, not the model's (run again on a quiet machine, or --recalibrate)",
-                    median_step, h.pct, h.calibrated_step_s);
+                    median_step, h.pct_of(median_step), h.calibrated_step_s);
       log(buf);
     }
   }
@@ -286,8 +284,8 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
     j["calibration"]["executed"] = {{"executions", h.executions},
                                     {"step_median_s", h.calibrated_step_s},
                                     {"measured_step_median_s", h.measured_step_s},
-                                    {"host_drift_pct", h.pct},
-                                    {"predicted_error_pct", h.predicted_pct}};
+                                    {"host_drift_pct", h.pct_of(h.measured_step_s)},
+                                    {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
   j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
@@ -342,7 +340,8 @@ std::string validate_table(const ValidateOutcome& v) {
                   "host        the calibration executed this scenario at %.4g s per step (median of %lld); these runs\n"
                   "            %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the prediction\n"
                   "            is %+.1f%% from the calibration's executions (in-sample: the model without that drift)\n\n",
-                  h.calibrated_step_s, (long long)h.executions, h.measured_step_s, h.pct, h.predicted_pct);
+                  h.calibrated_step_s, (long long)h.executions, h.measured_step_s, h.pct_of(h.measured_step_s),
+                  h.pct_of(v.predicted.result.step_time_s));
     out += buf;
   }
   out += to_table(c);

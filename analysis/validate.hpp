@@ -91,10 +91,11 @@ struct ValidateOutcome {
     int64_t executions = 0;
     double calibrated_step_s = 0;  // the calibration's executions' median step
     double measured_step_s = 0;    // these runs' median step
-    double pct = 0;                // (measured - calibrated) / calibrated, %
-    double predicted_pct = 0;      // (predicted - calibrated) / calibrated, %: the model alone
+    // (step - calibrated) / calibrated, %: of the measured step, the machine's drift; of the
+    // predicted one, the model's error without it (in-sample).
+    [[nodiscard]] double pct_of(double step_s) const { return 100.0 * (step_s - calibrated_step_s) / calibrated_step_s; }
   } host_drift;
-  // |pct| beyond this is logged as a warning: the bound a validated step error is held to.
+  // |pct_of(measured_step_s)| beyond this is logged as a warning: the bound a validated step error is held to.
   static constexpr double kHostDriftWarnPct = 10.0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
