@@ -4,7 +4,8 @@
 # and every scenarios/cpu-*.toml, each with a fresh calibration, and with --pairs two
 # back-to-back executions of each compared with each other (`paralab compare A B`: how much
 # the machine alone moves a step). Prints markdown rows for bench/results/validate_cpu.md.
-# Run it on an otherwise idle machine; it takes about 5 minutes (10 with --pairs) on 2 cores.
+# Run it on an otherwise idle machine; it takes about 5-7 minutes (10 with --pairs) on 2 cores,
+# after 10 s of bench/host's core steadiness (how much the cores themselves move).
 #
 #   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--out DIR] [SCENARIO...]
 set -euo pipefail
@@ -33,8 +34,18 @@ mkdir -p "$out"
 export PARALAB_CACHE_DIR=$out/cache  # fresh calibrations
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+# A virtualized host may name only the vendor ("AMD EPYC"): family/model tell the core apart.
+cpu="$cpu, family $(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1) model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 virt=$(systemd-detect-virt 2>/dev/null || true)
 echo "results in $out; $(nproc) CPUs ($cpu${virt:+, $virt guest}), load $(cut -d' ' -f1-3 /proc/loadavg)"
+# How steady the cores are before the pass (bench/host/host_steadiness.cpp): a core whose
+# throughput rate moves by more than the accuracy bar between windows sets a floor under it.
+steady=$build/bench/host/paralab_host_steadiness
+if [ -x "$steady" ]; then
+  echo
+  echo "host steadiness, 10 s before the pass (passes per ms, min / p10 / median / p90 / max):"
+  "$steady" --seconds 10 | sed 's/^/    /'
+fi
 echo
 echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | halves differ: op MAPE | step spread | compute per rank: predicted / measured median (min-max) ms | against the calibration's executions: runs / prediction |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
