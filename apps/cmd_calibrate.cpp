@@ -193,7 +193,8 @@ int run_calibrate(int argc, char** argv) {
   std::unique_ptr<exec::Transport> world;
   try {
 #if defined(PARALAB_EXEC_MPI)
-    if (under_launcher) world = exec::make_mpi_transport(&argc, &argv);
+    if (under_launcher)
+      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::parse(std::getenv("PARALAB_CORE_TURNS")));
 #endif
     if (!world) world = exec::make_self_transport();
   } catch (const std::exception& e) {

@@ -277,7 +277,8 @@ int run_execute(int argc, char** argv) {
   std::unique_ptr<exec::Transport> world;
   try {
 #if defined(PARALAB_EXEC_MPI)
-    if (launcher_size() > 0) world = exec::make_mpi_transport(&argc, &argv);
+    if (launcher_size() > 0)
+      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::parse(std::getenv("PARALAB_CORE_TURNS")));
 #else
     if (launcher_size() > 1)
       throw exec::ExecError(lrank, "this paralab was built without MPI (PARALAB_HAVE_MPI off): it runs one rank only");

@@ -1,4 +1,5 @@
-// paralab exec — core turns: a FIFO counting ticket lock over futexes in node-shared memory.
+// paralab exec — core turns: a FIFO counting ticket lock over futexes in node-shared memory, and
+// the mode that says when a host takes them.
 #include "exec/core_turns.hpp"
 
 #include <linux/futex.h>
@@ -10,10 +11,13 @@
 #include <bit>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
+#include <string>
 
 #include "exec/comm.hpp"
+#include "ir/error.hpp"
 
 namespace paralab::exec {
 
@@ -49,6 +53,29 @@ int count_cpus(const CpuMask& m) {
 }
 
 int usable_cores() { return std::max(1, count_cpus(affinity_mask())); }
+
+CoreTurnsMode CoreTurnsMode::parse(const char* value) {
+  const std::string v = value ? value : "";
+  if (v.empty() || v == "auto") return {};
+  if (v == "on") return {Kind::on, 0};
+  if (v == "off") return {Kind::off, 0};
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096)
+    throw ConfigError(SourceLoc{"environment", 0, 0}, "PARALAB_CORE_TURNS", v, "not a core-turns mode",
+                      "auto, on, off or a number of turns 1-4096");
+  return {Kind::fixed, static_cast<int>(n)};
+}
+
+int CoreTurnsMode::turns_for(int local_ranks, int cores) const {
+  switch (kind) {
+    case Kind::automatic: return local_ranks > cores ? cores : 0;
+    case Kind::on: return cores;
+    case Kind::off: return 0;
+    case Kind::fixed: return turns;
+  }
+  return 0;
+}
 
 CoreTurns::CoreTurns(void* shared, int cores) : s_(static_cast<State*>(shared)), cores_(cores) {
   if (!shared) throw std::invalid_argument("CoreTurns: no shared memory");

@@ -35,6 +35,23 @@ using CpuMask = std::array<uint64_t, 16>;
 // ranks' masks is what they share (Transport::node_cores).
 [[nodiscard]] int usable_cores();
 
+// Whether a host's ranks take core turns: `automatic` when they outnumber its cores (the
+// default), `on` always (as many turns as cores), `off` never (the kernel's scheduler alone),
+// `fixed` a given number of turns (tests: contention on a host of any size). The command line
+// reads it once, from PARALAB_CORE_TURNS (auto | on | off | 1-4096), and hands it to the
+// transport (make_mpi_transport).
+struct CoreTurnsMode {
+  enum class Kind : uint8_t { automatic, on, off, fixed };
+  Kind kind = Kind::automatic;
+  int turns = 0;  // fixed: 1-4096
+
+  // `value` as PARALAB_CORE_TURNS gives it (null or empty: automatic). Throws ConfigError
+  // naming the variable, the value and what is allowed.
+  static CoreTurnsMode parse(const char* value);
+  // Turns for a host whose ranks number `local_ranks` and may use `cores` cores (0: none).
+  [[nodiscard]] int turns_for(int local_ranks, int cores) const;
+};
+
 class CoreTurns {
  public:
   // Bytes of shared memory the state needs; the transport zeroes them before any use.

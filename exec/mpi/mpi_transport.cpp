@@ -249,7 +249,7 @@ class MpiComm final : public GroupComm {
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(int* argc, char*** argv) {
+  MpiTransport(int* argc, char*** argv, CoreTurnsMode turns) {
     int init = 0;
     MPI_Initialized(&init);
     if (!init) {
@@ -278,7 +278,7 @@ class MpiTransport final : public Transport {
     PARALAB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
     PARALAB_MPI_CHECK(MPI_Comm_size(local, &local_size_));
     node_cores_ = count_node_cores(local);
-    open_core_turns(local);
+    open_core_turns(local, turns);
     PARALAB_MPI_CHECK(MPI_Comm_free(&local));
     types_.create();
   }
@@ -384,23 +384,10 @@ class MpiTransport final : public Transport {
     return std::max(1, count_cpus(all));
   }
   // With more ranks on this host than cores the job may use (node_cores_), the node's ranks
-  // take core turns (exec/core_turns.hpp) kept in a window shared by the node.
-  // PARALAB_CORE_TURNS: auto (the default: so), on (always, as many turns as cores), off
-  // (never: the kernel's scheduler alone), or a number of turns (tests: contention on a host
-  // of any size).
-  void open_core_turns(MPI_Comm local) {
-    const char* env = std::getenv("PARALAB_CORE_TURNS");
-    const std::string mode = env && *env ? env : "auto";
-    int turns = 0;
-    if (mode == "auto") turns = local_size_ > node_cores_ ? node_cores_ : 0;
-    else if (mode == "on") turns = node_cores_;
-    else if (mode != "off") {
-      char* end = nullptr;
-      const long n = std::strtol(mode.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 4096)
-        throw ExecError(rank_, "PARALAB_CORE_TURNS='" + mode + "': allowed are auto, on, off or a number of turns 1-4096");
-      turns = static_cast<int>(n);
-    }
+  // take core turns (exec/core_turns.hpp) kept in a window shared by the node; `mode` may ask
+  // for them always, never, or a number of them.
+  void open_core_turns(MPI_Comm local, CoreTurnsMode mode) {
+    const int turns = mode.turns_for(local_size_, node_cores_);
     // Every rank of the node must agree (one window, one count): the least and, negated, the
     // most in one reduction.
     int mine[2] = {turns, -turns}, least[2] = {0, 0};
@@ -444,8 +431,8 @@ void mpi_check(int rc, const char* expr, const char* file, int line) {
                   std::string("MPI call `") + expr + "` failed at " + file + ":" + std::to_string(line) + ": " + msg);
 }
 
-std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv) {
-  return std::make_unique<MpiTransport>(argc, argv);
+std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv, CoreTurnsMode turns) {
+  return std::make_unique<MpiTransport>(argc, argv, turns);
 }
 
 }  // namespace paralab::exec

@@ -10,11 +10,13 @@
 #include <functional>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "exec/comm.hpp"
 #include "exec/core_turns.hpp"
+#include "ir/error.hpp"
 
 using namespace paralab::exec;
 
@@ -111,6 +113,36 @@ TEST_CASE("core turns: bad arguments are refused") {
   Shared mem;
   CHECK_THROWS_AS(CoreTurns(nullptr, 2), std::invalid_argument);
   CHECK_THROWS_AS(CoreTurns(mem.bytes, 0), std::invalid_argument);
+}
+
+TEST_CASE("core turns: the mode PARALAB_CORE_TURNS names, and the turns it gives a host") {
+  using Kind = CoreTurnsMode::Kind;
+  // Unset, empty and "auto": turns only when the host's ranks outnumber its cores.
+  for (const char* v : {static_cast<const char*>(nullptr), "", "auto"}) {
+    const CoreTurnsMode m = CoreTurnsMode::parse(v);
+    CHECK(m.kind == Kind::automatic);
+    CHECK(m.turns_for(4, 2) == 2);
+    CHECK(m.turns_for(2, 2) == 0);
+    CHECK(m.turns_for(1, 8) == 0);
+  }
+  CHECK(CoreTurnsMode::parse("on").turns_for(2, 2) == 2);
+  CHECK(CoreTurnsMode::parse("off").turns_for(4, 2) == 0);
+  const CoreTurnsMode three = CoreTurnsMode::parse("3");
+  CHECK(three.kind == Kind::fixed);
+  CHECK(three.turns_for(2, 16) == 3);
+  CHECK(CoreTurnsMode::parse("4096").turns_for(1, 1) == 4096);
+  // Anything else names the variable, the value and what is allowed.
+  for (const char* bad : {"sometimes", "0", "4097", "-2", "2x", "On"}) {
+    INFO(bad);
+    try {
+      (void)CoreTurnsMode::parse(bad);
+      FAIL("accepted");
+    } catch (const paralab::ConfigError& e) {
+      CHECK(e.key() == "PARALAB_CORE_TURNS");
+      CHECK(e.value() == bad);
+      CHECK(std::string(e.what()).find("auto, on, off or a number of turns 1-4096") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("core turns: a process's cores are its affinity mask, counted bit by bit") {
