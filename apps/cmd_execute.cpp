@@ -278,7 +278,7 @@ int run_execute(int argc, char** argv) {
   try {
 #if defined(PARALAB_EXEC_MPI)
     if (launcher_size() > 0)
-      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::parse(std::getenv("PARALAB_CORE_TURNS")));
+      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment());
 #else
     if (launcher_size() > 1)
       throw exec::ExecError(lrank, "this paralab was built without MPI (PARALAB_HAVE_MPI off): it runs one rank only");

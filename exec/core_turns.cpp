@@ -67,6 +67,8 @@ CoreTurnsMode CoreTurnsMode::parse(const char* value) {
   return {Kind::fixed, static_cast<int>(n)};
 }
 
+CoreTurnsMode CoreTurnsMode::from_environment() { return parse(std::getenv("PARALAB_CORE_TURNS")); }
+
 int CoreTurnsMode::turns_for(int local_ranks, int cores) const {
   switch (kind) {
     case Kind::automatic: return local_ranks > cores ? cores : 0;

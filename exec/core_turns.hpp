@@ -48,6 +48,8 @@ struct CoreTurnsMode {
   // `value` as PARALAB_CORE_TURNS gives it (null or empty: automatic). Throws ConfigError
   // naming the variable, the value and what is allowed.
   static CoreTurnsMode parse(const char* value);
+  // parse(PARALAB_CORE_TURNS): for a command line's edge, once (the only place that names it).
+  static CoreTurnsMode from_environment();
   // Turns for a host whose ranks number `local_ranks` and may use `cores` cores (0: none).
   [[nodiscard]] int turns_for(int local_ranks, int cores) const;
 };

@@ -33,8 +33,10 @@ namespace {
 
 constexpr int kArray = 1024;  // floats: 4 KiB, in L1
 
-// Latency: a dependent chain over the array (each step needs the last one's result).
-float chain_pass(std::vector<float>& a, float x) {
+// Latency: a dependent chain over the array (each step needs the last one's result). Not
+// inlined: inlined into the timing loop, GCC 12 kept the chain's value in a stack slot (its
+// store and reload in the chain made the rate 2.6x lower and dependent on the code around it).
+[[gnu::noinline]] float chain_pass(std::vector<float>& a, float x) {
   for (int i = 0; i < kArray; ++i) {
     x = x * 0.999f + a[static_cast<size_t>(i)] * 1e-3f;
     a[static_cast<size_t>(i)] = x;
@@ -43,7 +45,7 @@ float chain_pass(std::vector<float>& a, float x) {
 }
 
 // Throughput: every element on its own (vectorized), eight multiply-adds each.
-void ports_pass(std::vector<float>& a) {
+[[gnu::noinline]] void ports_pass(std::vector<float>& a) {
   for (int i = 0; i < kArray; ++i) {
     float v = a[static_cast<size_t>(i)];
     for (int k = 0; k < 8; ++k) v = v * 0.999f + 1e-3f;
@@ -51,12 +53,18 @@ void ports_pass(std::vector<float>& a) {
   }
 }
 
+// Keeps `x` (and the work that made it) from being optimized away: a volatile store must happen.
+void keep(float x) {
+  volatile float sink = x;
+  (void)sink;
+}
+
 struct Series {
   int cpu = 0;
   std::vector<double> latency, throughput;  // passes per millisecond, one per window
 };
 
-void run_pinned(Series& s, double seconds, double window_s, const std::atomic<bool>& go, float& sink) {
+void run_pinned(Series& s, double seconds, double window_s, const std::atomic<bool>& go) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(s.cpu, &set);
@@ -85,7 +93,7 @@ void run_pinned(Series& s, double seconds, double window_s, const std::atomic<bo
       if (t - t0 >= seconds) break;
     }
   }
-  sink = x + a[0];
+  keep(x + a[0]);
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -127,11 +135,10 @@ int main(int argc, char** argv) {
   std::vector<Series> series;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &allowed)) series.push_back({c, {}, {}});
-  std::vector<float> sinks(series.size());
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < series.size(); ++i)
-    threads.emplace_back(run_pinned, std::ref(series[i]), seconds, window_ms * 1e-3, std::cref(go), std::ref(sinks[i]));
+    threads.emplace_back(run_pinned, std::ref(series[i]), seconds, window_ms * 1e-3, std::cref(go));
   go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
   std::vector<double> latency, throughput;
@@ -143,5 +150,5 @@ int main(int argc, char** argv) {
   }
   print("all latency", latency);
   print("all throughput", throughput);
-  return sinks.empty() ? 0 : (sinks[0] == 12345.0f ? 1 : 0);  // keep the work observable
+  return 0;
 }
