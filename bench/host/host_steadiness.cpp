@@ -22,12 +22,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/bench_clock.hpp"
+#include "exec/core_turns.hpp"
 
 namespace {
 
@@ -96,6 +96,7 @@ void run_pinned(Series& s, double seconds, double window_s, const std::atomic<bo
   keep(x + a[0]);
 }
 
+// Nearest rank, not calib::quantile's interpolation: every rate printed is one window's.
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
@@ -129,12 +130,12 @@ int main(int argc, char** argv) {
     }
     ++i;
   }
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  sched_getaffinity(0, sizeof allowed, &allowed);
+  // The CPUs this process may use, as the executor counts them (the online ones if the
+  // affinity cannot be read).
+  const paralab::exec::CpuMask allowed = paralab::exec::affinity_mask();
   std::vector<Series> series;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) series.push_back({c, {}, {}});
+  for (int c = 0; c < static_cast<int>(allowed.size() * 64); ++c)
+    if ((allowed[static_cast<size_t>(c / 64)] >> (c % 64)) & 1u) series.push_back({c, {}, {}});
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < series.size(); ++i)

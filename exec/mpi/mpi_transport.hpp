@@ -15,7 +15,7 @@ namespace paralab::exec {
 // finalizes it in finalize(). Throws ExecError if the library lacks MPI_THREAD_MULTIPLE, or if
 // the ranks of a host were given different core-turn modes. `turns`: when the host's ranks take
 // core turns (the command line parses PARALAB_CORE_TURNS into it).
-std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv, CoreTurnsMode turns = {});
+std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv, CoreTurnsMode turns);
 
 // Throws ExecError("MPI call `expr` failed at file:line: <MPI error string>") naming the
 // calling process's world rank. Use through PARALAB_MPI_CHECK.
