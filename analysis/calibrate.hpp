@@ -85,8 +85,9 @@ struct CalibrationResult {
 
   InSituSamples in_situ;                 // 5. (compute samples already moved into `compute`)
   // Fitted from in_situ (0 and false: not measured): the executor's gaps (trimmed means) and
-  // the per-call communication time the barrier-synchronized sweep does not see (median of
-  // measured minus comm_fit over the executed calls), added to comm_fit.launch_us.
+  // the per-call communication time the barrier-synchronized sweep does not see (weighted
+  // median of measured minus comm_fit over the executed calls, with the bytes' slow-down
+  // below), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
   // The arrival skew as drift (CollectiveSpec::sync_drift, in_situ.hpp's fit_drift): used, and
   // sync_skew_us then 0, when it tells the calls with a sleeping member better than no drift.
@@ -98,6 +99,10 @@ struct CalibrationResult {
   size_t compute_tail_samples = 0, compute_tail_executions = 0;
   [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
   double comm_in_situ_extra_us = 0;
+  // c: the awake executed calls moved their bytes (1 + c) times slower than the sweep's fit
+  // says (lad_fit.hpp: fitted with the per-call extras, weighted least absolute deviations);
+  // the calibrated topology's intra_efficiency is 1 / (1 + c) and its reduce_gbps R / (1 + c).
+  double comm_in_situ_bytes_slowdown = 0;
   // The transfers' own (CollectiveSpec::p2p_launch_lat_us), when at least 20 awake transfers
   // and 20 awake collectives were seen (p2p_extra_own; comm_in_situ_extra_us is then the
   // collectives'); else both are the median over every awake call.

@@ -7,9 +7,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/calibrate.hpp"
+#include "analysis/lad_fit.hpp"
 #include "exec/comm.hpp"
 #include "ir/enum_names.hpp"
 
@@ -144,44 +146,85 @@ void fit_all(CalibrationResult& r) {
     constexpr size_t kMinWakeCalls = 20;  // also the least of each kind for the transfers' own extra
     struct Residual {
       double extra_us;  // the call's time beyond the fit
+      double bytes_us;  // the fit's bytes part of it (AlphaBetaFit::bytes_us)
+      double weight;    // 1 / the call's time: the per-op comparison scores relative errors
       bool transfer;    // a transfer (send_recv), not a collective
     };
+    // One point per executed call and kind (awake, asleep): the median of its executions, as
+    // the per-op comparison takes an op's runs; a sample without a call (CommSample::op < 0)
+    // is a point of its own. On 4 ranks sharing 2 cores one call's executions split between
+    // a few us and 100+ us (waiting for a core): pooled, the 1 / time weights would follow
+    // the fast ones; per call, the median decides, as it does for the measured reference.
+    struct Call {
+      std::vector<double> extra_us;
+      double fit_us = 0, bytes_us = 0;
+      bool transfer = false;
+    };
+    std::map<std::tuple<bool, int64_t, int64_t>, Call> calls;  // (asleep, rank, op)
     std::vector<Residual> awake, asleep;
     for (const CommSample& c : r.in_situ.comm) {
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       const bool slept = spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us;
-      (slept ? asleep : awake).push_back({c.time_us - fit_us, c.pattern == CommPattern::send_recv});
+      const double bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
+      const bool transfer = c.pattern == CommPattern::send_recv;
+      if (c.op < 0) {
+        // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
+        (slept ? asleep : awake).push_back({c.time_us - fit_us, bytes_us, 1.0 / std::max(1.0, c.time_us), transfer});
+        continue;
+      }
+      Call& k = calls[{slept, c.rank, c.op}];
+      k.extra_us.push_back(c.time_us - fit_us);
+      k.fit_us = fit_us;
+      k.bytes_us = bytes_us;
+      k.transfer = transfer;
     }
-    // The extras of the calls `pick` takes.
-    auto extras = [](const std::vector<Residual>& calls, auto pick) {
-      std::vector<double> out;
-      for (const Residual& c : calls)
-        if (pick(c)) out.push_back(c.extra_us);
-      return out;
-    };
-    auto any = [](const Residual&) { return true; };
+    for (auto& [id, k] : calls) {
+      const double extra = quantile(std::move(k.extra_us), 0.5);
+      (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.transfer});
+    }
+    const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     std::vector<Residual> all = awake;
     all.insert(all.end(), asleep.begin(), asleep.end());
-    r.comm_in_situ_extra_all_us = std::max(0.0, quantile(extras(all, any), 0.5));
-    const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     if (!split) {
-      awake = std::move(all);
+      awake = all;
       asleep.clear();
     }
     r.in_situ_awake_calls = awake.size();
     r.in_situ_asleep_calls = asleep.size();
-    // Transfers and collectives apart, when enough of each were seen: on a host whose ranks
-    // share cores a collective's ring needs every member's thread to run, a transfer only its
-    // receiver's (cpu-tp2-pp2-gpipe: 103 against 1.8 us; bench/results/validate_cpu.md,
-    // "seventeenth session"). The wake time stays relative to all of them.
-    std::vector<double> coll = extras(awake, [](const Residual& c) { return !c.transfer; });
-    std::vector<double> p2p = extras(awake, [](const Residual& c) { return c.transfer; });
-    const double pooled = std::max(0.0, quantile(extras(awake, any), 0.5));
-    r.in_situ_awake_transfers = p2p.size();
-    r.p2p_extra_own = coll.size() >= kMinWakeCalls && p2p.size() >= kMinWakeCalls;
-    r.comm_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, quantile(std::move(coll), 0.5)) : pooled;
-    r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, quantile(std::move(p2p), 0.5)) : pooled;
-    r.wake_us = split ? std::max(0.0, quantile(extras(asleep, any), 0.5) - pooled) : 0.0;
+    size_t transfers = 0;
+    for (const Residual& c : awake) transfers += c.transfer;
+    r.in_situ_awake_transfers = transfers;
+    // Transfers and collectives get their own per-call cost when enough of each were seen: on
+    // a host whose ranks share cores a collective's ring needs every member's thread to run, a
+    // transfer only its receiver's (cpu-tp2-pp2-gpipe: 103 against 1.8 us;
+    // bench/results/validate_cpu.md, "seventeenth session").
+    r.p2p_extra_own = awake.size() - transfers >= kMinWakeCalls && transfers >= kMinWakeCalls;
+    // The awake calls' time beyond the fit = a per-call cost (per kind) + c x the fit's bytes
+    // part, by weighted least absolute deviations (lad_fit.hpp): the executed step's buffers
+    // are not the sweep's, warm in cache and reused call after call, and its calls moved their
+    // bytes slower (quickstart's 1 MB all-gathers took 97 us beyond the fit's 41 us, its 2 KB
+    // all-reduces 21-37 us beyond 1 us; a constant per call predicted both at 118 us:
+    // bench/results/validate_cpu.md, "twenty-first session"). The slope is the in-situ slow-down
+    // of the bytes part (the topology's intra_efficiency = 1 / (1 + c)); with one size of
+    // call it stays 0 and the per-call cost says it all. A per-call cost is not negative: a
+    // call costs no less than the sweep's fit says.
+    constexpr double kMaxSlowdown = 20.0;
+    std::vector<LadPoint> pts;
+    for (const Residual& c : awake) pts.push_back({c.extra_us, c.bytes_us, c.weight, r.p2p_extra_own && c.transfer ? 1u : 0u});
+    const OffsetSlopeFit split_fit = fit_offsets_slope(pts, r.p2p_extra_own ? 2 : 1, kMaxSlowdown, 0.0);
+    r.comm_in_situ_bytes_slowdown = split_fit.slope;
+    const double c = split_fit.slope;
+    // The weighted median of the calls' extras beyond the bytes' slow-down.
+    auto extras = [c](const std::vector<Residual>& of) {
+      std::vector<std::pair<double, double>> out;
+      for (const Residual& x : of) out.push_back({x.extra_us - c * x.bytes_us, x.weight});
+      return weighted_median(std::move(out));
+    };
+    r.comm_in_situ_extra_all_us = std::max(0.0, extras(all));
+    const double pooled = std::max(0.0, extras(awake));
+    r.comm_in_situ_extra_us = std::max(0.0, split_fit.offset[0]);
+    r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, split_fit.offset[1]) : r.comm_in_situ_extra_us;
+    r.wake_us = split ? std::max(0.0, extras(asleep) - pooled) : 0.0;
   }
 }
 

@@ -87,13 +87,15 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (r.have_comm_fit) {
     if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
     t.node.intra_link.lat_us = r.comm_fit.step_us;
-    t.node.intra_link.efficiency = 1.0;
+    // In situ the calls moved their bytes 1 + c times slower than the sweep (fit_all).
+    const double slowdown = 1.0 + (r.have_in_situ_comm() ? r.comm_in_situ_bytes_slowdown : 0.0);
+    t.node.intra_link.efficiency = 1.0 / slowdown;
     t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm() ? r.comm_in_situ_extra_us : 0.0);
     // The base topology's transfer cost is replaced too: by the transfers' own, or by launch's.
     t.collectives.p2p_launch_lat_us.reset();
     if (r.have_in_situ_comm() && r.p2p_extra_own) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
     t.collectives.step_lat_us = 0.0;
-    t.collectives.reduce_gbps = r.comm_fit.reduce_gbps();
+    t.collectives.reduce_gbps = r.comm_fit.reduce_gbps() / slowdown;
   }
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
@@ -273,7 +275,17 @@ std::string topology_toml(const CalibrationResult& r) {
                   (long long)r.comm_fit.fit.samples, 100 * r.comm_fit.fit.rms_rel_error);
     kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), buf);
     kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "fitted alpha: per ring step (link latency + MPI progress)");
-    kv("intra_efficiency", fnum(1.0), "the fitted bandwidth is already what collectives reach");
+    if (r.have_in_situ_comm() && r.comm_in_situ_bytes_slowdown > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "in situ: 1 / (1 + %.3g); the executed calls moved their bytes that much slower than the sweep's warm buffers "
+                    "(weighted least absolute deviations with the per-call cost)",
+                    r.comm_in_situ_bytes_slowdown);
+      kv("intra_efficiency", fnum(t.node.intra_link.efficiency), buf);
+    } else {
+      kv("intra_efficiency", fnum(t.node.intra_link.efficiency),
+         r.have_in_situ_comm() ? "in situ: the executed calls moved their bytes as fast as the sweep's (slow-down fitted 0)"
+                               : "the fitted bandwidth is already what collectives reach");
+    }
   } else {
     kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), "from the base topology (not measured: one rank)");
     kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "from the base topology");
@@ -310,7 +322,7 @@ std::string topology_toml(const CalibrationResult& r) {
       // How a per-call cost was measured: the fit's L plus the median of `n` executed calls of
       // one kind ("collective", "transfer", or "call" for both).
       auto in_situ_note = [&](double extra_us, const std::string& kind, size_t n) {
-        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (median over %zu executed %ss beyond the fit%s)",
+        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (weighted median over %zu executed %ss beyond the fit%s)",
                       r.comm_fit.launch_us, extra_us, kind.c_str(), n, kind.c_str(),
                       r.in_situ_asleep_calls ? ", seen while polling" : "");
         return std::string(buf);
@@ -330,7 +342,9 @@ std::string topology_toml(const CalibrationResult& r) {
     }
     kv("step_lat_us", fnum(0.0), "folded into intra_lat_us (only their sum is identifiable on one node)");
     kv("reduce_gbps", fnum(t.collectives.reduce_gbps),
-       t.collectives.reduce_gbps > 0 ? "fitted R: (n-1)/n x bytes combined per all-reduce / reduce-scatter"
+       t.collectives.reduce_gbps > 0 ? (r.have_in_situ_comm() && r.comm_in_situ_bytes_slowdown > 0
+                                            ? "fitted R x intra_efficiency (in situ): (n-1)/n x bytes combined per all-reduce / reduce-scatter"
+                                            : "fitted R: (n-1)/n x bytes combined per all-reduce / reduce-scatter")
                                      : "fitted R: reductions cost nothing beyond the transfers here");
   } else {
     kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "from the base topology");
@@ -363,7 +377,7 @@ std::string topology_toml(const CalibrationResult& r) {
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
   if (cpu) {
     std::snprintf(buf, sizeof buf,
-                  "in situ: median beyond the fit of %zu members of calls ending after a poller's spin window, less launch's in-situ part (all calls: %.3g us)",
+                  "in situ: weighted median beyond the fit of %zu members of calls ending after a poller's spin window, less launch's in-situ part (all calls: %.3g us)",
                   r.in_situ_asleep_calls, r.comm_in_situ_extra_all_us);
     kv("wake_us", fnum(t.collectives.wake_us),
        r.in_situ_asleep_calls > 0 ? buf

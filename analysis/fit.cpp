@@ -237,6 +237,13 @@ double AlphaBetaFit::predict_us(CommPattern p, int64_t group, double bytes) cons
   return fit.predict(comm_features(p, group, bytes));
 }
 
+double AlphaBetaFit::bytes_us(CommPattern p, int64_t group, double bytes) const {
+  const std::vector<double> x = comm_features(p, group, bytes);
+  double t = 0;
+  for (size_t i = 2; i < x.size() && i < fit.coef.size(); ++i) t += fit.coef[i] * x[i];
+  return t;
+}
+
 AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
   std::vector<std::vector<double>> X;
   std::vector<double> y, w;

@@ -94,6 +94,11 @@ struct CommSample {
   double waited_us = 0; // in situ: from this rank posting the call to its last participant's arrival
   double spread_us = 0; // in situ: from the call's first participant posting it to its last one's
                         // arrival (a transfer: waited_us); beyond the spin window one poller slept
+  // In situ: which executed call this is (its rank and op index; -1: none), the same over the
+  // calibration's executions, so that its samples can be taken together as the per-op
+  // comparison takes an op's runs (their median).
+  int64_t rank = -1;
+  int64_t op = -1;
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it
@@ -111,6 +116,9 @@ struct AlphaBetaFit {
   double reduce_bytes_per_us = 0;  // R, the host's reduction; 0 = free (its coefficient fit to 0)
   LinearFit fit;
   [[nodiscard]] double predict_us(CommPattern p, int64_t group, double bytes) const;
+  // The part of predict_us that moves bytes: wire bytes / B + reduced bytes / R (what a link's
+  // efficiency and CollectiveSpec::reduce_gbps scale in the simulator).
+  [[nodiscard]] double bytes_us(CommPattern p, int64_t group, double bytes) const;
   [[nodiscard]] double gbps() const { return bytes_per_us * 1e-3; }
   [[nodiscard]] double reduce_gbps() const { return reduce_bytes_per_us * 1e-3; }
 };

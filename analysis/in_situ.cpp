@@ -212,6 +212,8 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     if (c.bytes <= 0) continue;
     c.time_us = t.end_us - t.start_us;
     if (c.time_us <= 0) continue;
+    c.rank = t.rank;
+    c.op = static_cast<int64_t>(t.op);
     out.comm.push_back(c);
   }
   ++out.executions;

@@ -62,7 +62,9 @@ struct DeviceSpec {
 };
 
 // A point-to-point link class: bandwidth per direction, latency per traversal, and the
-// fraction of bandwidth collectives reach over it (protocol overhead, measured by nccl-tests).
+// fraction of bandwidth collectives reach over it (protocol overhead, measured by nccl-tests;
+// on a calibrated CPU host, how much slower the executed step's calls moved their bytes than
+// the sweep's warm buffers: docs/calibration.md, "The in-situ split").
 struct LinkSpec {
   double bw_gbps = 0;
   double lat_us = 0;

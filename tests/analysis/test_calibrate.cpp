@@ -9,9 +9,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "analysis/calibrate.hpp"
 #include "analysis/in_situ.hpp"
+#include "analysis/lad_fit.hpp"
 #include "analysis/measure.hpp"
 #include "analysis/validate.hpp"
 #include "ir/step_ir.hpp"
@@ -70,6 +72,20 @@ CalibrationResult synthetic_result(const StepIR& ir) {
   r.copy_gbps = 10.0;
   fit_all(r);
   return r;
+}
+
+// The per-call extra fit_all takes from calls of one size (no slope to fit): the extras'
+// median weighted by 1 / the call's time (the per-op comparison scores relative errors).
+double weighted_extra(const std::vector<double>& extras, double fit_us) {
+  std::vector<std::pair<double, double>> vw;
+  for (double e : extras) vw.push_back({e, 1.0 / std::max(1.0, fit_us + e)});
+  return weighted_median(vw);
+}
+
+std::vector<double> range_us(double from, int n, double step = 1.0) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(from + step * i);
+  return v;
 }
 
 }  // namespace
@@ -450,16 +466,24 @@ TEST_CASE("in situ, calls ending after the spin window set wake_us, the others t
       REQUIRE(r.have_in_situ_comm());
       test::TempFile topo(topology_toml(r), "calibrated-wake.toml");
       const Topology t = load_topology(topo.path());
+      // Awake calls 0..29 us beyond the fit: their weighted median is below the plain 14.5
+      // (the shorter calls weigh more); the sleepers' 294.5 / 314.5 / 334.5 us likewise.
+      const double awake_extra = weighted_extra(range_us(0, 30), fit);
+      CHECK(awake_extra < 14.5);
+      CHECK(awake_extra >= 10.0);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);  // one size of call: nothing to split
       if (asleep >= 20) {
         CHECK(r.in_situ_awake_calls == 30);
         CHECK(r.in_situ_asleep_calls == 25);
-        CHECK(r.comm_in_situ_extra_us == Approx(14.5));
-        CHECK(r.wake_us == Approx(300.0));
-        CHECK(t.collectives.wake_us == Approx(300.0));
+        CHECK(r.comm_in_situ_extra_us == Approx(awake_extra));
+        CHECK(r.wake_us == Approx(314.5 - awake_extra));
+        CHECK(t.collectives.wake_us == Approx(314.5 - awake_extra));
       } else {
+        std::vector<double> all = range_us(0, 30);
+        for (int i = 0; i < asleep; ++i) all.push_back(314.5 + 20.0 * (i % 3 - 1));
         CHECK(r.in_situ_asleep_calls == 0);
         CHECK(r.wake_us == 0.0);
-        CHECK(r.comm_in_situ_extra_us == Approx(17.0));  // the median of all 35
+        CHECK(r.comm_in_situ_extra_us == Approx(weighted_extra(all, fit)));  // all 35 alike
         CHECK(t.collectives.wake_us == 0.0);
       }
       CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
@@ -498,22 +522,100 @@ TEST_CASE("in situ, transfers and collectives each set their own per-call extra"
     const Topology t = load_topology(topo.path());
     CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
     if (collectives >= 20) {
-      // Transfers: 0..29 us beyond the fit (and 500 us for the late ones): medians 14.5, 17.
-      const double p2p_median = asleep ? 17.0 : 14.5;
+      // Transfers: 0..29 us beyond the fit (and 500 us for the late ones); collectives
+      // 100..129 us. Each kind is of one size, so its own per-call cost takes it all.
+      std::vector<double> p2p_extras = range_us(0, 30);
+      p2p_extras.insert(p2p_extras.end(), static_cast<size_t>(asleep), 500.0);
+      const double p2p_extra = weighted_extra(p2p_extras, p2p_fit);
       CHECK(r.p2p_extra_own);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);
       CHECK(r.in_situ_awake_transfers == static_cast<size_t>(30 + asleep));
-      CHECK(r.comm_in_situ_extra_us == Approx(114.5));
-      CHECK(r.p2p_in_situ_extra_us == Approx(p2p_median));
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_extra(range_us(100, 30), ar_fit)));
+      CHECK(r.p2p_in_situ_extra_us == Approx(p2p_extra));
       REQUIRE(t.collectives.p2p_launch_lat_us);
-      CHECK(t.collectives.p2p_launch_us() == Approx(r.comm_fit.launch_us + p2p_median).epsilon(1e-5));
+      CHECK(t.collectives.p2p_launch_us() == Approx(r.comm_fit.launch_us + p2p_extra).epsilon(1e-5));
     } else {
+      // One per-call cost for both (an all-reduce of 16 KB puts as many bytes on its link as a
+      // 16 KB transfer here, so no slope tells them apart): the weighted median of all 40.
+      std::vector<std::pair<double, double>> all;
+      for (double e : range_us(0, 30)) all.push_back({e, 1.0 / (p2p_fit + e)});
+      for (double e : range_us(100, collectives)) all.push_back({e, 1.0 / (ar_fit + e)});
       CHECK_FALSE(r.p2p_extra_own);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_median(all)));
       CHECK(r.comm_in_situ_extra_us == Approx(r.p2p_in_situ_extra_us));
-      CHECK(r.comm_in_situ_extra_us == Approx(19.5));  // the median of all 40
       CHECK_FALSE(t.collectives.p2p_launch_lat_us);
       CHECK(t.collectives.p2p_launch_us() == t.collectives.launch_lat_us);
     }
   }
+}
+
+// The executed step's calls move their bytes slower than the sweep's warm, reused buffers:
+// over calls of several sizes, the per-call cost and that slow-down are fitted together
+// (lad_fit.hpp), and the calibrated topology carries the slow-down as intra_efficiency (the
+// reductions' rate with it). A constant alone would over-predict the small calls and
+// under-predict the large ones.
+TEST_CASE("in situ, calls of several sizes set the per-call cost and the bytes' slow-down", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  // The sweep's reduce-scatters also combine their bytes at 6 GB/s (its all-reduces do not:
+  // the fit lands between), to see that rate scaled too.
+  for (int64_t bytes = 256; bytes <= (int64_t{1} << 20); bytes *= 16) {
+    const double b = static_cast<double>(bytes);
+    r.comm.push_back({CommPattern::reduce_scatter, DType::f32, 2, bytes,
+                      {20.0 + 4.0 + comm_wire_bytes(CommPattern::reduce_scatter, 2, b) / 3e3 +
+                       comm_reduced_bytes(CommPattern::reduce_scatter, 2, b) / 6e3},
+                      0});
+  }
+  fit_all(r);
+  REQUIRE(r.comm_fit.reduce_gbps() > 0.0);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < 400; ++i)
+    for (CommPattern p : {CommPattern::all_gather, CommPattern::reduce_scatter}) {
+      const double bytes = std::pow(2.0, 10 + i % 11);  // 1 KB .. 1 MB
+      const double fit = r.comm_fit.predict_us(p, 2, bytes);
+      double t = fit + 25.0 + 1.5 * r.comm_fit.bytes_us(p, 2, bytes);
+      t *= 1.0 + 0.08 * (2 * u(rng) - 1);
+      if (i % 9 == 0) t += 3000.0 * u(rng);  // a descheduled rank now and then
+      r.in_situ.comm.push_back({p, 2, bytes, t, 1, 0.0, 0.0});
+    }
+  fit_all(r);  // the sweep's fit again, and the in-situ split
+  REQUIRE(r.have_in_situ_comm());
+  const double c = r.comm_in_situ_bytes_slowdown;
+  CHECK(c == Approx(1.5).epsilon(0.1));
+  CHECK(r.comm_in_situ_extra_us == Approx(25.0).epsilon(0.15));
+  test::TempFile topo(topology_toml(r), "calibrated-slowdown.toml");
+  const Topology t = load_topology(topo.path());
+  CHECK(t.node.intra_link.efficiency == Approx(1.0 / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.node.intra_link.effective_bw_gbps() == Approx(r.comm_fit.gbps() / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.collectives.reduce_gbps == Approx(r.comm_fit.reduce_gbps() / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+}
+
+// An executed call's samples are taken together first (their median), as the per-op
+// comparison takes an op's runs: 30 calls each executed 3 times, once fast (5 us beyond the
+// fit) and twice waiting for a core (150 us). Pooled, the 1 / time weights would pick 5 us;
+// per call, each is a 150 us call, as its measured reference will be.
+TEST_CASE("in situ, a call's executions count once, by their median", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  const double fit = r.comm_fit.predict_us(CommPattern::all_gather, 2, 16384);
+  for (int exec = 0; exec < 3; ++exec)
+    for (int call = 0; call < 30; ++call) {
+      CommSample c{CommPattern::all_gather, 2, 16384, fit + (exec == 0 ? 5.0 : 150.0), 1, 0.0, 0.0};
+      c.rank = call % 2;
+      c.op = call / 2;
+      r.in_situ.comm.push_back(c);
+    }
+  fit_all(r);
+  CHECK(r.in_situ_awake_calls == 30);
+  CHECK(r.comm_in_situ_extra_us == Approx(150.0));
+  // The same samples without their calls: pooled, the fast ones win.
+  for (CommSample& c : r.in_situ.comm) c.op = -1;
+  fit_all(r);
+  CHECK(r.in_situ_awake_calls == 90);
+  CHECK(r.comm_in_situ_extra_us == Approx(5.0));
 }
 
 // finalize aligns only measured results (results/step_result.cpp): a simulated step starts
