@@ -103,9 +103,10 @@ struct CalibrationResult {
   // says (lad_fit.hpp: fitted with the per-call extras, weighted least absolute deviations);
   // the calibrated topology's intra_efficiency is 1 / (1 + c) and its reduce_gbps R / (1 + c).
   double comm_in_situ_bytes_slowdown = 0;
-  // The transfers' own (CollectiveSpec::p2p_launch_lat_us), when at least 20 awake transfers
-  // and 20 awake collectives were seen (p2p_extra_own; comm_in_situ_extra_us is then the
-  // collectives'); else both are the median over every awake call.
+  // The transfers' own (CollectiveSpec::p2p_launch_lat_us), when at least 20 awake transfer
+  // calls and 20 awake collective calls were seen (p2p_extra_own; comm_in_situ_extra_us is
+  // then the collectives'); else both are the one cost fitted over every awake call. A call
+  // is one op on one rank, its executions taken together (their median).
   double p2p_in_situ_extra_us = 0;
   bool p2p_extra_own = false;
   size_t in_situ_awake_transfers = 0;

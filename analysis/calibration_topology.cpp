@@ -319,10 +319,10 @@ std::string topology_toml(const CalibrationResult& r) {
   if (r.have_comm_fit) {
     if (r.have_in_situ_comm()) {
       const size_t transfers = r.in_situ_awake_transfers, collectives = r.in_situ_awake_calls - transfers;
-      // How a per-call cost was measured: the fit's L plus the median of `n` executed calls of
-      // one kind ("collective", "transfer", or "call" for both).
+      // How a per-call cost was measured: the fit's L plus what the in-situ split gave `n`
+      // executed calls of one kind ("collective", "transfer", or "call" for both).
       auto in_situ_note = [&](double extra_us, const std::string& kind, size_t n) {
-        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (weighted median over %zu executed %ss beyond the fit%s)",
+        std::snprintf(buf, sizeof buf, "fitted L %.3g us + %.3g us per %s in situ (weighted median over %zu executed %ss, each its executions' median, beyond the fit with its bytes part / intra_efficiency%s)",
                       r.comm_fit.launch_us, extra_us, kind.c_str(), n, kind.c_str(),
                       r.in_situ_asleep_calls ? ", seen while polling" : "");
         return std::string(buf);

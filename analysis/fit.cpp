@@ -238,10 +238,9 @@ double AlphaBetaFit::predict_us(CommPattern p, int64_t group, double bytes) cons
 }
 
 double AlphaBetaFit::bytes_us(CommPattern p, int64_t group, double bytes) const {
-  const std::vector<double> x = comm_features(p, group, bytes);
-  double t = 0;
-  for (size_t i = 2; i < x.size() && i < fit.coef.size(); ++i) t += fit.coef[i] * x[i];
-  return t;
+  // comm_features' last two: wire bytes (coefficient 1/B) and reduced bytes (1/R).
+  if (fit.coef.size() != 4) return 0.0;
+  return fit.coef[2] * comm_wire_bytes(p, group, bytes) + fit.coef[3] * comm_reduced_bytes(p, group, bytes);
 }
 
 AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {
