@@ -152,7 +152,7 @@ void fit_all(CalibrationResult& r) {
     };
     // One point per executed call and kind (awake, asleep): the median of its executions, as
     // the per-op comparison takes an op's runs; a sample without a call (CommSample::op < 0)
-    // is a point of its own. On 4 ranks sharing 2 cores one call's executions split between
+    // is a call of its own. On 4 ranks sharing 2 cores one call's executions split between
     // a few us and 100+ us (waiting for a core): pooled, the 1 / time weights would follow
     // the fast ones; per call, the median decides, as it does for the measured reference.
     struct Call {
@@ -161,25 +161,20 @@ void fit_all(CalibrationResult& r) {
       bool transfer = false;
     };
     std::map<std::tuple<bool, int64_t, int64_t>, Call> calls;  // (asleep, rank, op)
-    std::vector<Residual> awake, asleep;
-    for (const CommSample& c : r.in_situ.comm) {
+    for (size_t i = 0; i < r.in_situ.comm.size(); ++i) {
+      const CommSample& c = r.in_situ.comm[i];
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       const bool slept = spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us;
-      const double bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
-      const bool transfer = c.pattern == CommPattern::send_recv;
-      if (c.op < 0) {
-        // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
-        (slept ? asleep : awake).push_back({c.time_us - fit_us, bytes_us, 1.0 / std::max(1.0, c.time_us), transfer});
-        continue;
-      }
-      Call& k = calls[{slept, c.rank, c.op}];
+      Call& k = calls[{slept, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
       k.extra_us.push_back(c.time_us - fit_us);
       k.fit_us = fit_us;
-      k.bytes_us = bytes_us;
-      k.transfer = transfer;
+      k.bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
+      k.transfer = c.pattern == CommPattern::send_recv;
     }
+    std::vector<Residual> awake, asleep;
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
+      // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
       (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.transfer});
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;

@@ -155,6 +155,8 @@ std::string topology_toml(const CalibrationResult& r) {
   const Topology t = calibrated_topology(r);
   const DeviceSpec& d = t.device;
   const HostInfo& h = r.host;
+  // The in-situ split slowed the bytes part (intra_efficiency and reduce_gbps carry it).
+  const bool slowed = r.have_in_situ_comm() && r.comm_in_situ_bytes_slowdown > 0;
   std::string o;
   char buf[512];
   auto line = [&](const std::string& s) { o += s + "\n"; };
@@ -275,7 +277,7 @@ std::string topology_toml(const CalibrationResult& r) {
                   (long long)r.comm_fit.fit.samples, 100 * r.comm_fit.fit.rms_rel_error);
     kv("intra_bw_gbps", fnum(t.node.intra_link.bw_gbps), buf);
     kv("intra_lat_us", fnum(t.node.intra_link.lat_us), "fitted alpha: per ring step (link latency + MPI progress)");
-    if (r.have_in_situ_comm() && r.comm_in_situ_bytes_slowdown > 0) {
+    if (slowed) {
       std::snprintf(buf, sizeof buf,
                     "in situ: 1 / (1 + %.3g); the executed calls moved their bytes that much slower than the sweep's warm buffers "
                     "(weighted least absolute deviations with the per-call cost)",
@@ -342,7 +344,7 @@ std::string topology_toml(const CalibrationResult& r) {
     }
     kv("step_lat_us", fnum(0.0), "folded into intra_lat_us (only their sum is identifiable on one node)");
     kv("reduce_gbps", fnum(t.collectives.reduce_gbps),
-       t.collectives.reduce_gbps > 0 ? (r.have_in_situ_comm() && r.comm_in_situ_bytes_slowdown > 0
+       t.collectives.reduce_gbps > 0 ? (slowed
                                             ? "fitted R x intra_efficiency (in situ): (n-1)/n x bytes combined per all-reduce / reduce-scatter"
                                             : "fitted R: (n-1)/n x bytes combined per all-reduce / reduce-scatter")
                                      : "fitted R: reductions cost nothing beyond the transfers here");
