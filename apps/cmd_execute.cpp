@@ -102,8 +102,8 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
               s.name.c_str(), (long long)r.world_size, r.backend.c_str(), r.topology.c_str(), steps, steps > 1 ? "s" : "",
               (long long)out.warmup_steps);
   if (out.core_turns > 0)
-    std::printf("core turns %d: the ranks of a host took turns on its cores, first come first served (docs/executor.md)\n",
-                out.core_turns);
+    std::printf("core turns %d: the ranks of a host took turns on its cores, first come first served, %s (docs/executor.md)\n",
+                out.core_turns, out.core_turns_batch ? "under SCHED_BATCH" : "SCHED_BATCH refused");
   if (steps > 1) {
     std::printf("steps      ");
     for (size_t i = 0; i < steps; ++i) {

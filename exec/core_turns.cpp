@@ -3,6 +3,7 @@
 #include "exec/core_turns.hpp"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,6 +54,13 @@ int count_cpus(const CpuMask& m) {
 }
 
 int usable_cores() { return std::max(1, count_cpus(affinity_mask())); }
+
+bool use_batch_scheduling() {
+  const sched_param none{};  // SCHED_BATCH takes priority 0
+  // pthread's, not sched_setscheduler: that one names a process, and glibc's wrapper is the
+  // calling thread's only by accident of Linux's tids.
+  return pthread_setschedparam(pthread_self(), SCHED_BATCH, &none) == 0;
+}
 
 CoreTurnsMode CoreTurnsMode::parse(const char* value) {
   const std::string v = value ? value : "";

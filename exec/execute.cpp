@@ -106,6 +106,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   StepRun run;
   int64_t warmup_steps = 0;
   int core_turns = 0;
+  bool core_turns_batch = false;
   std::vector<double> first_us, last_us;  // per step: this rank's earliest op start, latest op end
   {
     Runtime rt(plan, *backend, world, ro);
@@ -134,6 +135,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
       warmup_steps = step;
     }
     for (int64_t i = 0; i < std::max<int64_t>(opts.steps, 1); ++i) run_one(++step);
+    core_turns_batch = rt.batch_scheduling();
     if (opts.verify) {
       report.merge(checker->report());
       check_after_step(rt, *backend, plan, comms, report);
@@ -212,6 +214,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   }
   out.warmup_steps = warmup_steps;
   out.core_turns = core_turns;
+  out.core_turns_batch = core_turns_batch;
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   finalize(r, ir);
@@ -225,6 +228,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["step_times_s"] = out.step_times_s;
   j["warmup_steps"] = out.warmup_steps;
   j["core_turns"] = out.core_turns;
+  j["core_turns_batch"] = out.core_turns_batch;
   for (auto& rj : j["ranks"]) {
     for (const RankReport& rr : out.ranks) {
       if (rr.rank != rj["rank"].get<int64_t>()) continue;

@@ -46,6 +46,7 @@ struct ExecuteOutcome {
   std::vector<double> step_times_s;
   int64_t warmup_steps = 0;  // how many of them were warm-up (the first ones)
   int core_turns = 0;         // rank 0's host: core turns its ranks took (exec/core_turns.hpp), 0: none
+  bool core_turns_batch = false;  // rank 0's threads took them under SCHED_BATCH (use_batch_scheduling)
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

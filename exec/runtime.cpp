@@ -337,6 +337,7 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
   const Op* current = nullptr;
   try {
     backend_.attach_stream(s);
+    if (turns_ && !use_batch_scheduling()) batch_refused_.store(true);
     std::vector<void*> rp, wp;
     double loss_sum = 0;
     int64_t loss_tokens = 0, ran = 0;

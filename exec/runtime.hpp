@@ -93,6 +93,9 @@ class Runtime {
   [[nodiscard]] std::vector<uint8_t> read_buffer(BufferId b) const;
   [[nodiscard]] const RankPlan& plan() const { return plan_; }
   [[nodiscard]] int core_turns() const;  // turns of this host its ops take, 0: none
+  // Whether the threads taking those turns ran under SCHED_BATCH (exec/core_turns.hpp); false
+  // without turns, or when the system refused it to one of them.
+  [[nodiscard]] bool batch_scheduling() const { return turns_ && !batch_refused_.load(); }
 
  private:
   enum class Phase : uint8_t { idle, waiting, running, finished };
@@ -128,6 +131,7 @@ class Runtime {
   // The node's core turns (exec/core_turns.hpp), or null. Only a synchronous backend's ops run
   // on the host's cores; an asynchronous one's threads only enqueue device work.
   CoreTurns* turns_;
+  std::atomic<bool> batch_refused_{false};
   std::optional<OpId> fault_op_;
 
   std::vector<std::atomic<void*>> ptr_;   // per buffer, null when not live

@@ -3,6 +3,7 @@
 // (the futexes are the shared kind, which work within a process too).
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -169,4 +170,25 @@ TEST_CASE("core turns: a process's cores are its affinity mask, counted bit by b
   edges[15] = uint64_t{1} << 63; // CPU 1023
   CHECK(count_cpus(edges) == 3);
   CHECK(count_cpus(CpuMask{}) == 0);
+}
+
+TEST_CASE("core turns: a thread that takes them runs under SCHED_BATCH, and only that thread") {
+  auto policy_of_this_thread = [] {
+    int policy = -1;
+    sched_param p{};
+    REQUIRE(pthread_getschedparam(pthread_self(), &policy, &p) == 0);
+    return policy;
+  };
+  const int before = policy_of_this_thread();
+  REQUIRE(before != SCHED_BATCH);
+  int there = -1;
+  bool took = false;
+  std::thread t([&] {
+    took = use_batch_scheduling();
+    there = policy_of_this_thread();
+  });
+  t.join();
+  REQUIRE(took);
+  CHECK(there == SCHED_BATCH);
+  CHECK(policy_of_this_thread() == before);  // the thread that started it keeps its own
 }
