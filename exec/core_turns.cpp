@@ -57,8 +57,8 @@ int usable_cores() { return std::max(1, count_cpus(affinity_mask())); }
 
 bool use_batch_scheduling() {
   const sched_param none{};  // SCHED_BATCH takes priority 0
-  // pthread's, not sched_setscheduler: that one names a process, and glibc's wrapper is the
-  // calling thread's only by accident of Linux's tids.
+  // pthread's call, not sched_setscheduler: POSIX makes that one a process's; only Linux
+  // applies it to the calling thread.
   return pthread_setschedparam(pthread_self(), SCHED_BATCH, &none) == 0;
 }
 

@@ -41,12 +41,12 @@ using CpuMask = std::array<uint64_t, 16>;
 // scheduler lets a thread it wakes preempt the one running on the core it lands on; a batch
 // thread does not, its preemption is left to the tick (sched(7); Linux's kernel/sched/fair.c,
 // check_preempt_wakeup_fair: "BATCH and IDLE tasks do not preempt others", since 6.10; before,
-// "Batch and idle tasks do not preempt non-idle tasks"). Under core turns
-// the threads woken are those without a turn: a dependency waiter, the ticket a release just
-// admitted, a releaser on its way to sleep. Left to preempt, they took a turn holder's core now
-// and then: cpu-pp4's compute ops summed 18.0-21.0 ms of wall time per rank and step, 15.3-19.0
-// ms under SCHED_BATCH (docs/executor.md, "Core turns"). False, the policy unchanged, when the
-// system refuses.
+// "Batch and idle tasks do not preempt non-idle tasks"). Under core turns the threads woken are
+// those without a turn: a dependency waiter, the ticket a release just admitted, a releaser on
+// its way to sleep. Left to preempt, they took a turn holder's core now and then: cpu-pp4's
+// compute ops summed 18.0-21.0 ms of wall time per rank and step, 15.3-19.0 ms under
+// SCHED_BATCH (docs/executor.md, "Core turns"). False, the policy unchanged, when the system
+// refuses.
 [[nodiscard]] bool use_batch_scheduling();
 
 // Whether a host's ranks take core turns: `automatic` when they outnumber its cores (the
