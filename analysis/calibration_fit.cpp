@@ -144,12 +144,6 @@ void fit_all(CalibrationResult& r) {
     // 222 us more than the others, on both members). A wake time needs enough calls of both
     // kinds to be a median.
     constexpr size_t kMinWakeCalls = 20;  // also the least of each kind for the transfers' own extra
-    struct Residual {
-      double extra_us;  // the call's time beyond the fit
-      double bytes_us;  // the fit's bytes part of it (AlphaBetaFit::bytes_us)
-      double weight;    // 1 / the call's time: the per-op comparison scores relative errors
-      bool transfer;    // a transfer (send_recv), not a collective
-    };
     // One point per executed call and kind (awake, asleep): the median of its executions, as
     // the per-op comparison takes an op's runs; a sample without a call (CommSample::op < 0)
     // is a call of its own. On 4 ranks sharing 2 cores one call's executions split between
@@ -171,14 +165,16 @@ void fit_all(CalibrationResult& r) {
       k.bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
       k.transfer = c.pattern == CommPattern::send_recv;
     }
-    std::vector<Residual> awake, asleep;
+    // Per call: y its time beyond the fit, x the fit's bytes part of it (AlphaBetaFit::bytes_us),
+    // w 1 / its time (the per-op comparison scores relative errors), class 1 for a transfer.
+    std::vector<LadPoint> awake, asleep;
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
       // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
-      (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.transfer});
+      (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.transfer ? 1u : 0u});
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
-    std::vector<Residual> all = awake;
+    std::vector<LadPoint> all = awake;
     all.insert(all.end(), asleep.begin(), asleep.end());
     if (!split) {
       awake = all;
@@ -187,7 +183,7 @@ void fit_all(CalibrationResult& r) {
     r.in_situ_awake_calls = awake.size();
     r.in_situ_asleep_calls = asleep.size();
     size_t transfers = 0;
-    for (const Residual& c : awake) transfers += c.transfer;
+    for (const LadPoint& p : awake) transfers += p.cls;
     r.in_situ_awake_transfers = transfers;
     // Transfers and collectives get their own per-call cost when enough of each were seen: on
     // a host whose ranks share cores a collective's ring needs every member's thread to run, a
@@ -204,15 +200,16 @@ void fit_all(CalibrationResult& r) {
     // call it stays 0 and the per-call cost says it all. A per-call cost is not negative: a
     // call costs no less than the sweep's fit says.
     constexpr double kMaxSlowdown = 20.0;
-    std::vector<LadPoint> pts;
-    for (const Residual& c : awake) pts.push_back({c.extra_us, c.bytes_us, c.weight, r.p2p_extra_own && c.transfer ? 1u : 0u});
+    std::vector<LadPoint> pts = awake;
+    if (!r.p2p_extra_own)
+      for (LadPoint& p : pts) p.cls = 0;  // one per-call cost for both kinds
     const OffsetSlopeFit split_fit = fit_offsets_slope(pts, r.p2p_extra_own ? 2 : 1, kMaxSlowdown, 0.0);
     r.comm_in_situ_bytes_slowdown = split_fit.slope;
     const double c = split_fit.slope;
     // The weighted median of the calls' extras beyond the bytes' slow-down.
-    auto extras = [c](const std::vector<Residual>& of) {
+    auto extras = [c](const std::vector<LadPoint>& of) {
       std::vector<std::pair<double, double>> out;
-      for (const Residual& x : of) out.push_back({x.extra_us - c * x.bytes_us, x.weight});
+      for (const LadPoint& p : of) out.push_back({p.y - c * p.x, p.w});
       return weighted_median(std::move(out));
     };
     r.comm_in_situ_extra_all_us = std::max(0.0, extras(all));
