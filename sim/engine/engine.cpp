@@ -330,6 +330,18 @@ void Engine::finish(uint32_t s, OpId id) {
     st.live_total -= bytes;
   }
   ++st.finished;
+  // A call whose end releases a compute op: the stage's ranks resume compute together now
+  // (synced_at). Set before any dependent is released, so that a collective released at the
+  // same instant (the call's stream successor, which comes first in `dependents`) counts its
+  // drift from here, as the in-situ calibration measures it (analysis/in_situ.cpp): without
+  // this, quickstart's backward all-gathers posted right after a call counted 65 ms of drift
+  // and slept (predicted 286 us, measured 149 us; bench/results/validate_cpu.md, twenty-third
+  // session).
+  if (is_comm(op.kind))
+    for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
+      const OpId d = st.dependents[e];
+      if (st.waiting[d] == 1 && st.g->ops[d].stream == Stream::compute) st.synced_at = now_;
+    }
   for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
     const OpId d = st.dependents[e];
     if (--st.waiting[d] == 0) release(s, d, id);
@@ -350,8 +362,6 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const StepGraph& g = *st.g;
   const Op& op = g.ops[id];
   const Op& last = g.ops[after];
-  // The compute stream waited for a call: the stage's ranks resume compute together.
-  if (op.stream == Stream::compute && is_comm(last.kind)) st.synced_at = now_;
   const bool same = op.stream == last.stream;
   const double tail = same && tail_ > 0 && !is_comm(last.kind) ? tail_ * st.dur[after] : 0.0;
   const double delay = (same ? dispatch_us_ : handoff_us_) + tail + arrival_skew_us(s, id);

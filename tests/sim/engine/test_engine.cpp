@@ -163,7 +163,12 @@ TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and
   const BufferId y = h.b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
   const OpId a = h.timed(Stream::compute, 10'000);
   const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {a});
+  const BufferId z = h.b.buffer("z", 4096, DType::f32, MemCategory::activations, true);
   const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // waits for e: the ranks resume together
+  // e's stream successor, released with f (quickstart's backward all-gather posted right after
+  // the previous call): it counts from e's end too, whichever of the two the engine releases
+  // first (until the twenty-third session it counted the 10 ms since the step began and slept).
+  const OpId m = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 9, {h.b.whole(z)}, Stream::tp_comm);
   const OpId g = h.timed(Stream::compute, 1'000);
   const OpId k = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 8, {h.b.whole(y)}, Stream::tp_comm, {g});
   const StepIR ir = wrap(s, {h.b.finish()});
@@ -172,6 +177,7 @@ TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and
   CHECK(timing_of(r, 0, e)->start_us == Approx(11'000.0));
   const double e_end = timing_of(r, 0, e)->end_us;
   CHECK(timing_of(r, 0, f)->start_us == Approx(e_end));
+  CHECK(timing_of(r, 0, m)->start_us == Approx(e_end));  // no wait, and awake (below)
   // k: 2 ms since e released f, a 0.2 ms wait; its spread of 0.4 ms does not sleep.
   CHECK(timing_of(r, 0, k)->start_us == Approx(e_end + 2'000.0 + 200.0));
 
@@ -182,6 +188,7 @@ TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and
   const auto span = [](const StepResult& res, OpId id) { return timing_of(res, 0, id)->end_us - timing_of(res, 0, id)->start_us; };
   CHECK(span(r, e) - span(r0, e) == Approx(50.0));
   CHECK(span(r, k) == Approx(span(r0, k)));
+  CHECK(span(r, m) == Approx(span(r0, m)));
   // A constant skew as large as e's spread waits, but sleeps no one.
   Scenario constant = s;
   constant.topology.collectives.sync_drift = 0;
