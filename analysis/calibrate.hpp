@@ -89,8 +89,9 @@ struct CalibrationResult {
   // median of measured minus comm_fit over the executed calls, with the bytes' slow-down
   // below), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
-  // The arrival skew as drift (CollectiveSpec::sync_drift, in_situ.hpp's fit_drift): used, and
-  // sync_skew_us then 0, when it tells the calls with a sleeping member better than no drift.
+  // The arrival skew as drift (CollectiveSpec::sync_drift and spread_drift, in_situ.hpp's
+  // fit_drift): used, and sync_skew_us then 0, when its spread tells the calls with a sleeping
+  // member better than no drift.
   DriftFit drift;
   // DeviceSpec::compute_tail: per in-situ execution (not when compute is replayed by CPU time),
   // its compute ops' summed time over their keys' medians summed, minus 1; the median over the
@@ -98,6 +99,7 @@ struct CalibrationResult {
   double compute_tail = 0;
   size_t compute_tail_samples = 0, compute_tail_executions = 0;
   [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
+  [[nodiscard]] double spread_drift() const { return drift.use() ? drift.spread : 0.0; }
   double comm_in_situ_extra_us = 0;
   // c: the awake executed calls moved their bytes (1 + c) times slower than the sweep's fit
   // says (lad_fit.hpp: fitted with the per-call extras, weighted least absolute deviations);

@@ -103,6 +103,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (!r.in_situ.arrivals.empty()) {
     t.collectives.sync_skew_us = r.sync_skew_us;
     t.collectives.sync_drift = r.sync_drift();
+    t.collectives.spread_drift = r.spread_drift();
   }
   if (!r.in_situ.ack_us.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
   t.calibration = Calibration{};
@@ -370,10 +371,22 @@ std::string topology_toml(const CalibrationResult& r) {
     else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
-                  "(%.3g), %zu members, %s: it tells the calls with a member asleep for %.0f %% of them, no drift for %.0f %% "
-                  "(members weighed by 1 / call time)",
+                  "(%.3g), %zu members, %s: its spread below tells the calls with a member asleep for %.0f %% of them, "
+                  "no drift for %.0f %% (members weighed by 1 / call time)",
                   r.drift.rate, waits.size(), r.sync_drift() > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
     kv("sync_drift", fnum(t.collectives.sync_drift), waits.empty() ? "from the base topology" : buf);
+    if (r.drift.spread > 0)
+      std::snprintf(buf, sizeof buf,
+                    "in situ: the members' spread per us since compute last waited that tells best which calls had a member "
+                    "asleep (%.3g: from %.3g ms since), %s; twice sync_drift tells %.0f %%",
+                    r.drift.spread, 1e-3 * exec::kPollSpinUs / r.drift.spread, r.spread_drift() > 0 ? "used" : "not used",
+                    100 * r.drift.right_twice);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "in situ: no spread per us since compute last waited tells which calls had a member asleep better than "
+                    "none asleep; twice sync_drift tells %.0f %%",
+                    100 * r.drift.right_twice);
+    kv("spread_drift", fnum(t.collectives.spread_drift), waits.empty() ? "from the base topology" : buf);
   }
   in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, r.in_situ.ack_us, "from a receive's end to its send's end");
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");

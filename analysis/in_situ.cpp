@@ -56,19 +56,43 @@ DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double 
   }
   f.rate = since > 0 ? wait / since : 0.0;
   if (spin_us <= 0) {
-    f.right = f.right_awake = 1.0;
+    f.right = f.right_awake = f.right_twice = 1.0;
     return f;
   }
-  double right = 0, awake = 0, all = 0;
+  // Weighted members, sorted by their time since compute last waited (see DriftFit).
+  struct Member {
+    double since_us, w;
+    bool asleep;
+  };
+  std::vector<Member> m;
+  m.reserve(arrivals.size());
+  double awake = 0, all = 0, twice = 0;
   for (const Arrival& a : arrivals) {
     const bool asleep = a.spread_us > spin_us;
-    const double w = 1.0 / std::max(a.time_us, 1.0);  // see DriftFit
-    right += (2.0 * f.rate * a.since_us > spin_us) == asleep ? w : 0.0;
+    const double w = 1.0 / std::max(a.time_us, 1.0);
+    m.push_back({a.since_us, w, asleep});
     awake += asleep ? 0.0 : w;
+    twice += (2.0 * f.rate * a.since_us > spin_us) == asleep ? w : 0.0;
     all += w;
   }
-  f.right = right / all;
+  std::stable_sort(m.begin(), m.end(), [](const Member& a, const Member& b) { return a.since_us < b.since_us; });
+  // The threshold T (asleep: since > T) that classifies the most weight right, lowered from
+  // above the largest time (none asleep) past one distinct time at a time; a tie keeps the
+  // higher T (fewer sleepers). spread = spin / T.
+  double best = awake, right = awake, best_t = 0;
+  for (size_t i = m.size(); i-- > 0;) {
+    right += m[i].asleep ? m[i].w : -m[i].w;  // m[i] now predicted asleep
+    if (i > 0 && m[i - 1].since_us == m[i].since_us) continue;
+    const double t = i > 0 ? 0.5 * (m[i - 1].since_us + m[i].since_us) : 0.5 * m[i].since_us;
+    if (t > 0 && right > best * (1 + 1e-12)) {
+      best = right;
+      best_t = t;
+    }
+  }
+  f.spread = best_t > 0 ? spin_us / best_t : 0.0;
+  f.right = best / all;
   f.right_awake = awake / all;
+  f.right_twice = twice / all;
   return f;
 }
 

@@ -48,21 +48,26 @@ struct Arrival {
   double time_us = 0;    // its call's time from the last arrival (0: unknown, weighs 1 us)
 };
 
-// The arrival skew as drift (CollectiveSpec::sync_drift), and whether it says better than no
-// drift which calls had a member asleep (spread beyond the spin window): per member, the
-// fraction it classifies right, against the fraction of members whose call had no sleeper (a
-// constant skew puts no one to sleep in the simulator). Members weigh 1 / their call's time:
-// a call put to sleep wrongly, or left awake wrongly, is off by the wake time either way, and
-// the per-op comparison scores that relative to the call's measured time (a 150 us call
-// predicted 200 us late is off by 130 %, a 350 us call predicted 200 us early by 57 %).
+// The arrival skew as drift (CollectiveSpec::sync_drift), and which calls it says had a member
+// asleep (spread beyond the spin window): the members' spread per us since compute last waited
+// (CollectiveSpec::spread_drift) whose threshold classifies them best, against "none asleep"
+// (what a constant skew says). Members weigh 1 / their call's time: a call put to sleep wrongly,
+// or left awake wrongly, is off by the wake time either way, and the per-op comparison scores
+// that relative to the call's measured time (a 150 us call predicted 200 us late is off by
+// 130 %, a 350 us call predicted 200 us early by 57 %). The spread is fitted, not twice the
+// rate: the rate is a ratio of summed waits that the few long ones set (quickstart: 0.063, so
+// twice that slept every call 4 ms after a wait), while on the members' own evidence calls
+// slept from about 30 ms (bench/results/validate_cpu.md, twenty-third session).
 struct DriftFit {
   double rate = 0;           // sum of waits / sum of times since (0: none)
-  double right = 0;          // weighted fraction classified right by 2 x rate x since > spin
+  double right = 0;          // weighted fraction classified right by spread x since > spin
   double right_awake = 0;    // weighted fraction of members whose call had no sleeper
+  double spread = 0;         // the best threshold's spread per us since (0: none beats "none asleep")
+  double right_twice = 0;    // weighted fraction classified right by 2 x rate x since > spin
   // Used when it classifies at least kMargin more of the (weighted) members right: on cpu-tp2
   // (almost no call has a sleeper) both round to 100 %, no reason to move every wait.
   static constexpr double kMargin = 0.05;
-  [[nodiscard]] bool use() const { return rate > 0 && right >= right_awake + kMargin; }
+  [[nodiscard]] bool use() const { return rate > 0 && spread > 0 && right >= right_awake + kMargin; }
 };
 
 struct InSituSamples {
@@ -102,9 +107,10 @@ double trimmed_mean(std::vector<double> v, double trim);
 
 // The arrival skew's drift: sum of waits over sum of times since (a ratio of sums, so that the
 // simulator's waits add up to the measured ones), without the members of the highest `trim`
-// fraction of waits (a descheduling); with how well it classifies the members' calls as having
-// a sleeper (spread_us > spin_us; the simulator: 2 x rate x since_us, twice the mean wait).
-// spin_us 0 (no sleeping pollers): right = right_awake = 1, so the drift is not used.
+// fraction of waits (a descheduling); and the spread per us since whose threshold (asleep:
+// spread x since_us > spin_us) classifies the members' calls best as having a sleeper
+// (spread_us > spin_us), with how well it and twice the rate do. spin_us 0 (no sleeping
+// pollers): every right fraction is 1, so the drift is not used.
 DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim);
 
 // Each member's wait for its call's last member (Arrival::wait_us), in order.

@@ -124,11 +124,17 @@ struct CollectiveSpec {
   // The part of that wait that grows with the time since the stage's compute last waited for a
   // call (us of wait per us elapsed): the ranks then start together, and their compute drifts
   // apart at a rate the calibration measures (quickstart: 0.04-0.08; a collective after a layer
-  // norm waits ~0.1 ms, one after a GEMM chain several). When twice that wait exceeds
-  // poll_spin_us the earliest member sleeps, and the call ends wake_us later. Measured by
+  // norm waits ~0.1 ms, one after a GEMM chain several). When the members' spread
+  // (spread_drift x that time) exceeds poll_spin_us the earliest member sleeps, and the call
+  // ends wake_us later. Measured by
   // `paralab calibrate` in a real execution, and written where it tells those calls clearly
   // better than a constant (docs/calibration.md); 0 = not modeled.
   double sync_drift = 0;
+  // The members' arrival spread per us of that time (us/us) at which the simulator has the
+  // earliest member asleep (spread > poll_spin_us): fitted apart from sync_drift, whose ratio
+  // of summed waits is set by the few long ones, as the threshold that classifies the executed
+  // calls best (docs/calibration.md, "Why the skew drifts"); 0 = twice sync_drift.
+  double spread_drift = 0;
   // Time from a transfer's arrival at its receiver to its sender seeing it complete (us). A
   // rendezvous send (Open MPI above its eager limit, 4 KiB in shared memory) completes only when
   // the sender's progress engine sees the receiver's acknowledgement; on a CPU host the

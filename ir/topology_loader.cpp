@@ -105,6 +105,7 @@ const Schema<Topology>& topology_schema() {
         .integer("collectives.p2p_sms", AT(collectives.p2p_sms), 0, 100000)
         .real("collectives.sync_skew_us", AT(collectives.sync_skew_us), 0, 1e6)
         .real("collectives.sync_drift", AT(collectives.sync_drift), 0, 10)
+        .real("collectives.spread_drift", AT(collectives.spread_drift), 0, 1000)
         .real("collectives.p2p_ack_us", AT(collectives.p2p_ack_us), 0, 1e6)
         .real("collectives.poll_spin_us", AT(collectives.poll_spin_us), 0, 1e6)
         .real("collectives.wake_us", AT(collectives.wake_us), 0, 1e6)

@@ -372,21 +372,23 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
 // The wait for a collective's or ring shift's last member within the stage, over more than one
 // rank (0 for other ops): CollectiveSpec::sync_skew_us plus sync_drift x the time since the
 // stage's compute stream last waited for a call (the ranks' compute drifts apart from there;
-// bench/results/validate_cpu.md, "eighth session"). The members' arrivals spread over about
-// twice their mean wait (two members: the first waits the whole spread); a spread beyond
-// poll_spin_us puts the earliest member's poller to sleep, and the call ends wake_us later
-// (wake_delay_us). Only the drift decides that: the constant part is a heavy-tailed mean
-// (quickstart: mean 1,551 us, median 0.05 us) that put every call to sleep (seventh session).
+// bench/results/validate_cpu.md, "eighth session"). The members' arrivals spread over
+// spread_drift x that time (default twice the mean wait: two members, the first waits the whole
+// spread); a spread beyond poll_spin_us puts the earliest member's poller to sleep, and the
+// call ends wake_us later (wake_delay_us). Only the time since decides that: the constant part
+// is a heavy-tailed mean (quickstart: mean 1,551 us, median 0.05 us) that put every call to
+// sleep (seventh session).
 double Engine::arrival_skew_us(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
   if (op.kind != OpKind::collective && op.kind != OpKind::sendrecv) return 0.0;
-  if (coll_.sync_skew_us <= 0 && coll_.sync_drift <= 0) return 0.0;
+  if (coll_.sync_skew_us <= 0 && coll_.sync_drift <= 0 && coll_.spread_drift <= 0) return 0.0;
   const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
   if (!within_stage(gk) || members(st, gk).size() < 2) return 0.0;
-  const double drift_us = coll_.sync_drift * (now_ - st.synced_at);
-  if (wake_) st.early_asleep[id] = 2.0 * drift_us > coll_.poll_spin_us;
-  return coll_.sync_skew_us + drift_us;
+  const double since_us = now_ - st.synced_at;
+  const double spread_per_us = coll_.spread_drift > 0 ? coll_.spread_drift : 2.0 * coll_.sync_drift;
+  if (wake_) st.early_asleep[id] = spread_per_us * since_us > coll_.poll_spin_us;
+  return coll_.sync_skew_us + coll_.sync_drift * since_us;
 }
 
 void Engine::on_call_done(uint64_t handle) {

@@ -361,13 +361,16 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   const DriftFit good = fit_drift(told, 500, 0.0);
   CHECK(good.rate == Approx(0.05));
   CHECK(good.right == Approx(1.0));
+  CHECK(good.right_twice == Approx(1.0));
   CHECK(good.right_awake == Approx(0.5));
+  CHECK(good.spread == Approx(500.0 / 5000.0));
   CHECK(good.use());
   // The same waits, but the long one after a short time: the drift tells no better than none.
   const std::vector<Arrival> untold = {{0, 9000, 100}, {100, 9000, 100}, {0, 1000, 1800}, {900, 1000, 1800}};
   const DriftFit bad = fit_drift(untold, 500, 0.0);
   CHECK(bad.rate == Approx(0.05));
-  CHECK(bad.right <= bad.right_awake);
+  CHECK(bad.right == Approx(bad.right_awake));  // no threshold does better than none asleep
+  CHECK(bad.spread == 0.0);
   CHECK_FALSE(bad.use());
   // Members weigh 1 / their call's time: two 400 us calls with a sleeper told right by the
   // drift, one 100 us awake call put to sleep by it, one 100 us call left awake.
@@ -375,17 +378,21 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
                                 {0, 9000, 0, 100},   {0, 9000, 0, 100},     {0, 1000, 0, 100},   {0, 1000, 0, 100}};
   const DriftFit weighed = fit_drift(mixed, 500, 0.0);
   CHECK(weighed.rate == Approx(1800.0 / 56000.0));
-  CHECK(weighed.right == Approx(0.6));        // (4/400 + 2/100) / (4/400 + 4/100)
+  CHECK(weighed.right_twice == Approx(0.6));  // (4/400 + 2/100) / (4/400 + 4/100)
   CHECK(weighed.right_awake == Approx(0.8));  // (4/100) / (4/400 + 4/100)
+  CHECK(weighed.right == Approx(0.8));        // no threshold beats "none asleep"
+  CHECK(weighed.spread == 0.0);
   CHECK_FALSE(weighed.use());
   for (Arrival& a : mixed) a.time_us = 0;  // unknown times weigh alike: 6 of 8 right, 4 of 8 awake
   const DriftFit alike = fit_drift(mixed, 500, 0.0);
   CHECK(alike.right == Approx(0.75));
   CHECK(alike.right_awake == Approx(0.5));
+  CHECK(alike.spread == Approx(500.0 / 5000.0));  // asleep from 5 ms since: between 1 and 9 ms
   CHECK(alike.use());
   CHECK_FALSE(fit_drift(told, 0.0, 0.0).use());  // no spin window (a GPU): never
-  CHECK_FALSE(DriftFit{0.1, 1.0, 0.97}.use());     // better by a hair: not worth moving every wait
-  CHECK(DriftFit{0.1, 0.9, 0.8}.use());
+  CHECK_FALSE(DriftFit{0.1, 1.0, 0.97, 0.2}.use());  // better by a hair: not worth moving every wait
+  CHECK(DriftFit{0.1, 0.9, 0.8, 0.2}.use());
+  CHECK_FALSE(DriftFit{0.1, 0.9, 0.8, 0.0}.use());  // no threshold found
   // Rank 1 posting every tensor-parallel collective 700 us early: it waits 700 us, rank 0 none,
   // and both members' calls spread over 700 us (the early one's poller slept).
   // (The simulator reports the stage's representative, rank 0: rank 1 runs the same ops.)
@@ -431,9 +438,12 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   CHECK(r.drift.right == Approx(1.0));
   CHECK(r.sync_drift() == Approx(rate));
   CHECK(r.sync_skew_us == 0.0);
+  // The fitted spread tells every member as twice the rate does (here the spread is twice the wait).
+  for (const Arrival& a : r.in_situ.arrivals) CHECK((r.spread_drift() * a.since_us > exec::kPollSpinUs) == (a.spread_us > exec::kPollSpinUs));
   test::TempFile topo(topology_toml(r), "calibrated-drift.toml");
   const Topology t = load_topology(topo.path());
   CHECK(t.collectives.sync_drift == Approx(rate).epsilon(1e-5));
+  CHECK(t.collectives.spread_drift == Approx(r.spread_drift()).epsilon(1e-5));
   CHECK(t.collectives.sync_skew_us == 0.0);
 }
 

@@ -151,8 +151,9 @@ TEST_CASE("engine: the compute tail stalls the stream after a compute op", "[eng
 
 // CollectiveSpec::sync_drift: a collective within the stage waits sync_drift x the time since
 // the stage's compute last waited for a call (the step's start, or a call that released a
-// compute op); an arrival spread (twice that) beyond poll_spin_us puts the earliest member to
-// sleep, and the call then ends wake_us later. The constant sync_skew_us never does.
+// compute op); an arrival spread (spread_drift x that time, by default twice the wait) beyond
+// poll_spin_us puts the earliest member to sleep, and the call then ends wake_us later. The
+// constant sync_skew_us never does.
 TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and a wide spread sleeps", "[engine][closed-form]") {
   Scenario s = cluster(2, 1, 1);
   s.topology.collectives.sync_drift = 0.1;
@@ -189,6 +190,16 @@ TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and
   CHECK(span(r, e) - span(r0, e) == Approx(50.0));
   CHECK(span(r, k) == Approx(span(r0, k)));
   CHECK(span(r, m) == Approx(span(r0, m)));
+  // A fitted spread per us since (CollectiveSpec::spread_drift) decides the sleep instead of
+  // twice the drift: 0.01 x 10 ms = 100 us, inside the window, so e waits as long and is awake;
+  // 0.06 x 10 ms = 600 us sleeps it.
+  for (const double spread : {0.01, 0.06}) {
+    Scenario fitted = s;
+    fitted.topology.collectives.spread_drift = spread;
+    const StepResult rf = simulate(wrap(fitted, {ir.stages[0]})).result;
+    CHECK(timing_of(rf, 0, e)->start_us == Approx(11'000.0));
+    CHECK(span(rf, e) - span(r0, e) == Approx(spread > 0.05 ? 50.0 : 0.0).margin(1e-6));
+  }
   // A constant skew as large as e's spread waits, but sleeps no one.
   Scenario constant = s;
   constant.topology.collectives.sync_drift = 0;
