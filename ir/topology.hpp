@@ -126,9 +126,9 @@ struct CollectiveSpec {
   // apart at a rate the calibration measures (quickstart: 0.04-0.08; a collective after a layer
   // norm waits ~0.1 ms, one after a GEMM chain several). When the members' spread
   // (spread_drift x that time) exceeds poll_spin_us the earliest member sleeps, and the call
-  // ends wake_us later. Measured by
-  // `paralab calibrate` in a real execution, and written where it tells those calls clearly
-  // better than a constant (docs/calibration.md); 0 = not modeled.
+  // ends wake_us later. Measured by `paralab calibrate` in a real execution, and written where
+  // that spread tells those calls clearly better than a constant (docs/calibration.md); 0 = not
+  // modeled.
   double sync_drift = 0;
   // The members' arrival spread per us of that time (us/us) at which the simulator has the
   // earliest member asleep (spread > poll_spin_us): fitted apart from sync_drift, whose ratio
