@@ -244,11 +244,14 @@ class Replayer final : public OpObserver {
   std::mutex mu_;
 };
 
-void step_against_cpu(const std::string& name, const std::vector<std::string>& sets) {
-  CAPTURE(name, sets);
+// dp_size > 1 stands the one rank in for a member of a data-parallel group of that size (only
+// the cross-entropy gradient's scale reads it at run time, exec/plan.hpp xent_grad_scale).
+void step_against_cpu(const std::string& name, const std::vector<std::string>& sets, int64_t dp_size = 1) {
+  CAPTURE(name, sets, dp_size);
   const StepIR ir = build_step_ir(scenario(name, sets));
   REQUIRE(ir.layout.world() == 1);
-  const RankPlan plan = plan_rank(ir, 0, false);
+  RankPlan plan = plan_rank(ir, 0, false);
+  plan.dp_size = dp_size;
   auto world = make_self_transport();
   std::map<OpId, Snap> ref;
   double cpu_loss = 0;
@@ -309,6 +312,18 @@ TEST_CASE("one GPU, tiny Llama (RMSNorm, SwiGLU, RoPE, GQA, micro-batch 2) in fp
 
 TEST_CASE("one GPU, fp16 with loss scaling and SGD == CPU op by op", "[gpu][exec][cuda][step]") {
   step_against_cpu("cpu-1rank-fp16", {});
+}
+
+TEST_CASE("one GPU, no gradient-accumulation fusion over 2 micro-batches (grad_accumulate adds) == CPU op by op",
+          "[gpu][exec][cuda][step]") {
+  auto sets = kOneGpuGpt;
+  sets.push_back("training.gradient_accumulation_fusion=false");
+  step_against_cpu("quickstart", sets);
+}
+
+TEST_CASE("one GPU standing in for a data-parallel rank: the cross-entropy gradient's 1/dp scale == CPU",
+          "[gpu][exec][cuda][step]") {
+  step_against_cpu("quickstart", kOneGpuGpt, 2);
 }
 
 namespace {

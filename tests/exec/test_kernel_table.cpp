@@ -1,0 +1,101 @@
+// tests/exec — the backends' kernel tables (exec/kernel_table.hpp): every memory-bound op kind
+// has exactly one entry, nothing else has one, a kind registered twice or run without an
+// entry is an InternalError naming it; and the CPU backend's accumulating copies on random data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "exec/cpu/kernel_families.hpp"
+#include "exec_test_util.hpp"
+#include "ir/error.hpp"
+
+#ifdef PARALAB_EXEC_CUDA
+#include "exec/cuda/kernel_families.hpp"
+#endif
+
+using namespace paralab;
+using namespace paralab::exec;
+
+namespace {
+
+// The kinds a backend's kernel table must hold: neither a matmul (run_gemm, run_attention) nor
+// communication (run_comm).
+bool memory_bound(OpKind k) { return !is_matmul(k) && !is_comm(k); }
+
+template <class Table>
+void check_coverage(const Table& t) {
+  for (size_t i = 0; i < static_cast<size_t>(OpKind::kCount); ++i) {
+    const auto k = static_cast<OpKind>(i);
+    CAPTURE(to_string(k));
+    CHECK(t.has(k) == memory_bound(k));
+  }
+}
+
+struct Counter {
+  int calls = 0;
+};
+void count(const OpCall&, Counter& c) { ++c.calls; }
+
+}  // namespace
+
+TEST_CASE("the CPU kernel table holds every memory-bound kind and nothing else", "[exec][kernel_table]") {
+  check_coverage(cpu::kernel_table());
+}
+
+#ifdef PARALAB_EXEC_CUDA
+TEST_CASE("the CUDA kernel table holds every memory-bound kind and nothing else", "[exec][kernel_table][cuda]") {
+  check_coverage(cuda::kernel_table());  // function pointers only: no device needed
+}
+#endif
+
+TEST_CASE("a kernel table refuses a kind twice and names a kind it has no entry for", "[exec][kernel_table]") {
+  KernelTable<Counter> t("Test");
+  t.add({OpKind::gelu_fwd, OpKind::gelu_bwd}, count);
+  CHECK(t.has(OpKind::gelu_fwd));
+  CHECK_FALSE(t.has(OpKind::cast));
+  CHECK_THROWS_WITH(t.add({OpKind::cast, OpKind::gelu_bwd}, count), Catch::Contains("gelu_bwd registered twice"));
+
+  test::OpHarness x;
+  x.op.name = "L0.mb0.fwd.gelu";
+  x.op.kind = OpKind::gelu_fwd;
+  Counter c;
+  t.run(x.call(), c);
+  CHECK(c.calls == 1);
+  x.op.kind = OpKind::softmax_fwd;
+  CHECK_THROWS_AS(t.run(x.call(), c), InternalError);
+  CHECK_THROWS_WITH(t.run(x.call(), c), Catch::Contains("L0.mb0.fwd.gelu") && Catch::Contains("no Test implementation"));
+  CHECK(c.calls == 1);
+}
+
+TEST_CASE("CPU grad_accumulate adds the fresh gradient into the main gradient, one rounding", "[exec][kernel_table]") {
+  // Without gradient-accumulation fusion the wgrad GEMM writes a fresh gradient (bf16 here) and
+  // grad_accumulate adds it into the main gradient view (fp32 and bf16 views): old + fresh.
+  constexpr int64_t m = 24, n = 40;
+  const auto fresh = test::random_floats(m * n, 11);
+  const auto old = test::random_floats(m * n, 12, 3.0f);
+  for (DType main_t : {DType::f32, DType::bf16}) {
+    CAPTURE(to_string(main_t));
+    auto fresh_s = test::storage(fresh, DType::bf16);
+    auto main_s = test::storage(old, main_t);
+    const auto main_before = test::values(main_s, main_t);
+    test::OpHarness x;
+    x.op.kind = OpKind::cast;
+    x.op.name = "grad_accumulate";
+    x.op.attrs = KernelAttrs{m, n, 0, 0, 1, 0};
+    x.add_read(fresh_s.data(), m * n, DType::bf16);
+    x.add_read(main_s.data(), m * n, main_t);
+    x.add_write(main_s.data(), m * n, main_t);
+    test::CpuHarness h;
+    auto ctx = h.ctx();
+    cpu::run_kernel(x.call(), ctx);
+    const auto fresh_v = test::values(fresh_s, DType::bf16);
+    const auto got = test::values(main_s, main_t);
+    for (int64_t i = 0; i < m * n; ++i) {
+      // The reference: the sum in fp32, rounded once into the view's dtype.
+      std::vector<uint8_t> one = test::storage({main_before[static_cast<size_t>(i)] + fresh_v[static_cast<size_t>(i)]}, main_t);
+      const float want = test::values(one, main_t)[0];
+      REQUIRE(got[static_cast<size_t>(i)] == want);
+    }
+  }
+}
