@@ -15,16 +15,6 @@
 
 namespace paralab::exec::cpu {
 
-inline kernels::Dtype kdtype(DType t) {
-  switch (t) {
-    case DType::f32: return kernels::Dtype::f32;
-    case DType::bf16: return kernels::Dtype::bf16;
-    case DType::f16: return kernels::Dtype::f16;
-    default: break;
-  }
-  return static_cast<kernels::Dtype>(-1);  // rejected by the kernels' dtype checks
-}
-
 inline float load(const void* p, DType t, int64_t i) {
   switch (t) {
     case DType::f32: return static_cast<const float*>(p)[i];
@@ -84,12 +74,5 @@ void run_gemm(const OpCall& call, CpuContext& ctx);
 void run_attention(const OpCall& call, CpuContext& ctx);
 void run_kernel(const OpCall& call, CpuContext& ctx);
 void run_comm(const OpCall& call, CpuContext& ctx, GroupComm& comm);
-
-// Dropout seed of an op (docs/ir.md): training seed, layer, micro-batch, op name; attention-
-// probability dropout also the tensor-parallel rank. Recomputation regenerates the same mask.
-uint64_t dropout_seed(const Scenario& s, const Op& op, int64_t tp_index);
-
-// Throws InternalError naming the op when a view's size is not what the op kind needs.
-void expect_numel(const OpCall& call, bool read, size_t i, int64_t numel, const char* what);
 
 }  // namespace paralab::exec::cpu

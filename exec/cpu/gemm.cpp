@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "exec/cpu/cpu_math.hpp"
+#include "exec/kernel_args.hpp"
 #include "exec/plan.hpp"
 #include "ir/error.hpp"
 
@@ -84,15 +85,15 @@ void linear(const OpCall& call, CpuContext& ctx) {
   const GemmAttrs& g = *op.gemm();
   const OpPlan& o = call.plan;
   if (g.batch != 1) throw InternalError("gemm " + op_label(op) + ": linear GEMMs are not batched");
-  expect_numel(call, true, 0, g.m * g.k, "A");
-  expect_numel(call, true, 1, g.k * g.n, "B");
-  expect_numel(call, false, 0, g.m * g.n, "C");
+  args::expect_numel(call, true, 0, g.m * g.k, "A");
+  args::expect_numel(call, true, 1, g.k * g.n, "B");
+  args::expect_numel(call, false, 0, g.m * g.n, "C");
   const Mat A{call.reads[0], o.reads[0].dtype, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.trans_a ? g.m : g.k};
   const Mat B{call.reads[1], o.reads[1].dtype, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.trans_b ? g.k : g.n};
   const Mat C{call.writes[0], o.writes[0].dtype, g.m, g.n, g.n};
   const float* bias = nullptr;
   if (g.role == GemmRole::linear_fwd && g.bias) {
-    expect_numel(call, true, 2, g.n, "bias");
+    args::expect_numel(call, true, 2, g.n, "bias");
     float* bf = ctx.scratch.get(kSlotBias, g.n);
     load_f32(call.reads[2], o.reads[2].dtype, g.n, bf);
     bias = bf;
@@ -101,7 +102,7 @@ void linear(const OpCall& call, CpuContext& ctx) {
   if (g.role == GemmRole::linear_wgrad && g.bias) {
     // Bias gradient: column sums of dY (operand B, [T, out]), accumulated like dW (or fresh,
     // without gradient-accumulation fusion).
-    expect_numel(call, false, 1, g.n, "bias gradient");
+    args::expect_numel(call, false, 1, g.n, "bias gradient");
     const CMatMap dy = as_f32(B, ctx.scratch, kSlotB);
     const Eigen::RowVectorXf sums = g.trans_b ? Eigen::RowVectorXf(dy.rowwise().sum().transpose()) : Eigen::RowVectorXf(dy.colwise().sum());
     add_into(call.writes[1], o.writes[1].dtype, g.n, sums.data(), g.accumulate);

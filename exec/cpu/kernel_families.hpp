@@ -1,12 +1,14 @@
 // paralab exec/cpu — the families of memory-bound ops that fill the CPU backend's kernel table
-// (exec/kernel_table.hpp), one file each, and what they share: the fp32 gradient output and
-// the tensor-parallel index. kernel_ops.cpp builds the table from the families listed here.
+// (exec/kernel_table.hpp), one file each, and what they share: the kernels' arguments
+// (exec/kernel_args.hpp, the same as the CUDA backend's), the op's site and the fp32 gradient
+// output. kernel_ops.cpp builds the table from the families listed here.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "exec/cpu/cpu_math.hpp"
+#include "exec/kernel_args.hpp"
 #include "exec/kernel_table.hpp"
 
 namespace paralab::exec::cpu {
@@ -26,7 +28,7 @@ void add_optimizer_ops(CpuKernelTable& t);
 // The backend's table, built once from the families above.
 const CpuKernelTable& kernel_table();
 
-inline int64_t tp_index(const CpuContext& c) { return c.plan.coord.tp; }
+inline args::OpSite site(const CpuContext& c) { return {c.plan, c.shape, c.scenario}; }
 
 // A gradient output the kernels write in fp32 (dgamma, dbias, d table): the view itself when it
 // is fp32, else an fp32 scratch added into the view (in its dtype) by commit().

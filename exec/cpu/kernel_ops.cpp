@@ -1,13 +1,9 @@
 // paralab exec/cpu — the CPU backend's memory-bound ops (docs/ir.md, "Memory-bound kernels"):
-// the helpers every family shares (typed loads and stores, accumulation, size checks, dropout
-// seeds) and the kernel table built from the families (kernel_families.hpp: norm_ops.cpp,
-// pointwise_ops.cpp, token_ops.cpp, optimizer_ops.cpp). The families map IR views (row
-// layouts, [rows, 2] statistics, gradient outputs in the gradient dtype that accumulate over
-// micro-batches) onto the kernels' arguments.
-#include <string>
-
+// the typed loads, stores and accumulation every family shares, and the kernel table built from
+// the families (kernel_families.hpp: norm_ops.cpp, pointwise_ops.cpp, token_ops.cpp,
+// optimizer_ops.cpp). The kernels' arguments, the IR's conventions, are exec/kernel_args.hpp's,
+// shared with the CUDA backend.
 #include "exec/cpu/kernel_families.hpp"
-#include "ir/error.hpp"
 
 namespace paralab::exec::cpu {
 
@@ -47,23 +43,6 @@ void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate) 
     return;
   }
   for (int64_t i = 0; i < n; ++i) store(dst, t, i, (accumulate ? load(dst, t, i) : 0.0f) + src[i]);
-}
-
-void expect_numel(const OpCall& call, bool read, size_t i, int64_t numel, const char* what) {
-  const auto& refs = read ? call.plan.reads : call.plan.writes;
-  if (i >= refs.size())
-    throw InternalError("op " + op_label(call.op) + ": missing " + (read ? "read " : "write ") + std::to_string(i) +
-                        " (" + what + ")");
-  if (refs[i].numel != numel)
-    throw InternalError("op " + op_label(call.op) + ": " + what + " has " + std::to_string(refs[i].numel) +
-                        " elements, expected " + std::to_string(numel));
-}
-
-uint64_t dropout_seed(const Scenario& s, const Op& op, int64_t tp_index) {
-  const bool attention_probs = std::string_view(op.name) == "attn_dropout" || std::string_view(op.name) == "attn_dropout_bwd";
-  return seed_key({static_cast<uint64_t>(s.training.seed), hash_string("dropout"), static_cast<uint64_t>(op.layer + 1),
-                   static_cast<uint64_t>(op.microbatch + 1), hash_string(op.name),
-                   attention_probs ? static_cast<uint64_t>(tp_index) + 1 : 0});
 }
 
 const CpuKernelTable& kernel_table() {

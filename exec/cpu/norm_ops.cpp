@@ -1,51 +1,30 @@
 // paralab exec/cpu — layernorm and rmsnorm, forward and backward, on the CPU twins of kernels/
-// (docs/ir.md, "Memory-bound kernels"): [rows, 2] statistics (mean, rstd) or (0, rrms) between
-// the passes, dgamma and dbeta accumulated in fp32, the residual gradient added into when the
-// op says so (KernelAttrs::aux = 1).
+// (arguments: exec/kernel_args.hpp): [rows, 2] statistics (mean, rstd) or (0, rrms) between the
+// passes, dgamma and dbeta accumulated in fp32, the residual gradient added into when the op
+// says so (KernelAttrs::aux = 1).
+#include <algorithm>
 #include <optional>
 
 #include "exec/cpu/kernel_families.hpp"
-#include "kernels/layernorm.hpp"
-#include "kernels/rmsnorm.hpp"
 
 namespace paralab::exec::cpu {
 
 namespace {
 
+// reads {x, gamma, [beta]}, writes {y, stats [rows, 2]}.
 void norm_fwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const auto& o = call.plan;
-  expect_numel(call, true, 0, k.rows * k.cols, "x");
-  expect_numel(call, false, 1, k.rows * 2, "stats");
+  args::expect_numel(call, true, 0, k.rows * k.cols, "x");
+  args::expect_numel(call, false, 1, k.rows * 2, "stats");
   float* a = ctx.scratch.get(0, k.rows);
   float* b = ctx.scratch.get(1, k.rows);
-  auto* stats = static_cast<float*>(call.writes[1]);
   if (call.op.kind == OpKind::layernorm_fwd) {
-    kernels::LayerNormFwdArgs x;
-    x.x = call.reads[0];
-    x.gamma = call.reads[1];
-    x.beta = call.reads.size() > 2 ? call.reads[2] : nullptr;
-    x.y = call.writes[0];
-    x.mean = a;
-    x.rstd = b;
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.eps = k.eps;
-    x.dtype = kdtype(o.reads[0].dtype);
-    kernels::layernorm_fwd_cpu(x);
+    kernels::layernorm_fwd_cpu(args::layernorm_fwd(call, a, b));
   } else {
-    kernels::RmsNormFwdArgs x;
-    x.x = call.reads[0];
-    x.gamma = call.reads[1];
-    x.y = call.writes[0];
-    x.rrms = b;
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.eps = k.eps;
-    x.dtype = kdtype(o.reads[0].dtype);
-    kernels::rmsnorm_fwd_cpu(x);
+    kernels::rmsnorm_fwd_cpu(args::rmsnorm_fwd(call, b));
     std::fill(a, a + k.rows, 0.0f);
   }
+  auto* stats = static_cast<float*>(call.writes[1]);
   for (int64_t r = 0; r < k.rows; ++r) {  // stats [rows, 2] = (mean, rstd) or (0, rrms)
     stats[2 * r] = a[r];
     stats[2 * r + 1] = b[r];
@@ -57,8 +36,8 @@ void norm_bwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   const auto& o = call.plan;
   const int64_t n = k.rows * k.cols;
-  expect_numel(call, true, 0, n, "dy");
-  expect_numel(call, true, 2, k.rows * 2, "stats");
+  args::expect_numel(call, true, 0, n, "dy");
+  args::expect_numel(call, true, 2, k.rows * 2, "stats");
   const DType dt = o.reads[0].dtype;
   const auto* stats = static_cast<const float*>(call.reads[2]);
   float* a = ctx.scratch.get(0, k.rows);
@@ -74,34 +53,11 @@ void norm_bwd(const OpCall& call, CpuContext& ctx) {
   if (call.op.kind == OpKind::layernorm_bwd) {
     std::optional<F32Grad> dbeta;
     if (call.writes.size() > 2) dbeta.emplace(call.writes[2], o.writes[2], ctx.scratch.get(4, k.cols));
-    kernels::LayerNormBwdArgs x;
-    x.dy = call.reads[0];
-    x.x = call.reads[1];
-    x.gamma = call.reads[3];
-    x.mean = a;
-    x.rstd = b;
-    x.dx = dx;
-    x.dgamma = dgamma.ptr();
-    x.dbeta = dbeta ? dbeta->ptr() : nullptr;
-    x.accumulate = dgamma.kernel_accumulates();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.dtype = kdtype(dt);
-    kernels::layernorm_bwd_cpu(x);
+    kernels::layernorm_bwd_cpu(
+        args::layernorm_bwd(call, a, b, dx, dgamma.ptr(), dbeta ? dbeta->ptr() : nullptr, dgamma.kernel_accumulates()));
     if (dbeta) dbeta->commit();
   } else {
-    kernels::RmsNormBwdArgs x;
-    x.dy = call.reads[0];
-    x.x = call.reads[1];
-    x.gamma = call.reads[3];
-    x.rrms = b;
-    x.dx = dx;
-    x.dgamma = dgamma.ptr();
-    x.accumulate = dgamma.kernel_accumulates();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.dtype = kdtype(dt);
-    kernels::rmsnorm_bwd_cpu(x);
+    kernels::rmsnorm_bwd_cpu(args::rmsnorm_bwd(call, b, dx, dgamma.ptr(), dgamma.kernel_accumulates()));
   }
   dgamma.commit();
   if (add) {

@@ -5,8 +5,6 @@
 #include <cmath>
 
 #include "exec/cpu/kernel_families.hpp"
-#include "kernels/cross_entropy.hpp"
-#include "kernels/embedding.hpp"
 #include "kernels/rope.hpp"
 
 namespace paralab::exec::cpu {
@@ -20,7 +18,7 @@ void rope(const OpCall& call, CpuContext& ctx) {
   const ModelShape& m = ctx.shape;
   const int64_t T = k.rows, cols = k.cols, heads = m.heads_local() + m.groups_local(), d = m.head_dim;
   const int64_t w = heads * d;
-  expect_numel(call, true, 0, T * cols, "qkv");
+  args::expect_numel(call, true, 0, T * cols, "qkv");
   const DType dt = call.plan.reads[0].dtype;
   float* buf = ctx.scratch.get(0, T * w);
   for (int64_t r = 0; r < T; ++r) load_f32(static_cast<const char*>(call.reads[0]) + r * cols * bytes_of(dt), dt, w, buf + r * w);
@@ -50,26 +48,13 @@ void rope(const OpCall& call, CpuContext& ctx) {
 // the hidden states [T, h]: rows of ids outside the slice are zero (summed over tensor ranks).
 void embedding_fwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const ModelShape& m = ctx.shape;
-  const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V;
-  expect_numel(call, true, 0, T, "token ids");
-  expect_numel(call, true, 1, V * h, "word embedding table");
+  const int64_t T = k.rows, h = k.cols, b = ctx.shape.micro_batch;
   const DType dt = call.plan.writes[0].dtype;
-  kernels::EmbeddingFwdArgs x;
-  x.ids = static_cast<const int32_t*>(call.reads[0]);
-  x.table = call.reads[1];
-  x.out = call.writes[0];
-  x.rows = T;
-  x.hidden = h;
-  x.vocab_start = vstart;
-  x.vocab_end = vstart + V;
-  x.dtype = kdtype(dt);
-  kernels::embedding_fwd_cpu(x);
+  kernels::embedding_fwd_cpu(args::embedding_fwd(call, site(ctx)));
   // Learned positions, each added once over tensor parallelism (the partial sums are
   // all-reduced): this rank's share of the positions, a row at a time in fp32.
   if (call.reads.size() > 2) {
-    const CpSplit split = cp_split(m, ctx.plan.coord.cp);  // row r is local position r / b
+    const CpSplit split = cp_split(ctx.shape, ctx.plan.coord.cp);  // row r is local position r / b
     const DType pt = call.plan.reads[2].dtype;
     const auto [r0, r1] = position_add_rows(ctx.plan, T);
     float* row = ctx.scratch.get(0, h);
@@ -83,25 +68,12 @@ void embedding_fwd(const OpCall& call, CpuContext& ctx) {
 // reads {d hidden [T, h], token ids}, writes {d table, [d positions]}: scatter-adds.
 void embedding_bwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const ModelShape& m = ctx.shape;
-  const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V;
-  expect_numel(call, true, 0, T * h, "embedding gradient");
-  const F32Grad dtable(call.writes[0], call.plan.writes[0], ctx.scratch.get(0, V * h));
-  kernels::EmbeddingBwdArgs x;
-  x.ids = static_cast<const int32_t*>(call.reads[1]);
-  x.dout = call.reads[0];
-  x.dtable = dtable.ptr();
-  x.accumulate = true;  // an fp32 view accumulates; the scratch was zeroed
-  x.rows = T;
-  x.hidden = h;
-  x.vocab_start = vstart;
-  x.vocab_end = vstart + V;
-  x.dtype = kdtype(call.plan.reads[0].dtype);
-  kernels::embedding_bwd_cpu(x);
+  const int64_t T = k.rows, h = k.cols, b = ctx.shape.micro_batch;
+  const F32Grad dtable(call.writes[0], call.plan.writes[0], ctx.scratch.get(0, ctx.shape.vocab_local() * h));
+  kernels::embedding_bwd_cpu(args::embedding_bwd(call, site(ctx), dtable.ptr()));
   dtable.commit();
   if (call.writes.size() > 1) {
-    const CpSplit split = cp_split(m, ctx.plan.coord.cp);  // row r is local position r / b
+    const CpSplit split = cp_split(ctx.shape, ctx.plan.coord.cp);  // row r is local position r / b
     const F32Grad dpos(call.writes[1], call.plan.writes[1], ctx.scratch.get(1, call.plan.writes[1].numel));
     float* g = dpos.ptr();
     const DType dt = call.plan.reads[0].dtype;
@@ -117,25 +89,10 @@ void embedding_bwd(const OpCall& call, CpuContext& ctx) {
   }
 }
 
-// This rank's vocabulary slice starts at tp * V (KernelAttrs cols = V, the local slice).
-int64_t vocab_start(const CpuContext& ctx) { return tp_index(ctx) * ctx.shape.vocab_local(); }
-
-// logits [T, V] -> the local row max [T] (all-reduced with max next).
-void xent_max(const OpCall& call, CpuContext&) {
-  const KernelAttrs& k = *call.op.kernel();
-  kernels::CeMaxArgs x;
-  x.logits = call.reads[0];
-  x.row_max = static_cast<float*>(call.writes[0]);
-  x.rows = k.rows;
-  x.vocab = k.cols;
-  x.dtype = kdtype(call.plan.reads[0].dtype);
-  kernels::ce_local_max_cpu(x);
-}
-
 // exp(logit - max) kept for the backward pass; [T, 2] = (sum of exps, target logit or 0).
 void xent_sum(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const int64_t T = k.rows, V = k.cols, vstart = vocab_start(ctx);
+  const int64_t T = k.rows, V = k.cols, vstart = args::vocab_start(site(ctx));
   const DType dt = call.plan.reads[0].dtype;
   const auto* mx = static_cast<const float*>(call.reads[1]);
   const auto* labels = static_cast<const int32_t*>(call.reads[2]);
@@ -178,7 +135,7 @@ void xent_loss(const OpCall& call, CpuContext& ctx) {
 // d logits = (softmax - onehot) * scale / (T * micro-batches * dp group).
 void xent_bwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const int64_t T = k.rows, V = k.cols, vstart = vocab_start(ctx);
+  const int64_t T = k.rows, V = k.cols, vstart = args::vocab_start(site(ctx));
   const auto* ex = static_cast<const float*>(call.reads[0]);
   const auto* sums = static_cast<const float*>(call.reads[1]);
   const auto* labels = static_cast<const int32_t*>(call.reads[2]);
@@ -200,7 +157,8 @@ void xent_bwd(const OpCall& call, CpuContext& ctx) {
 void add_token_ops(CpuKernelTable& t) {
   t.add({OpKind::rope_fwd, OpKind::rope_bwd}, rope);
   t.add({OpKind::embedding_fwd}, embedding_fwd).add({OpKind::embedding_bwd}, embedding_bwd);
-  t.add({OpKind::xent_max}, xent_max).add({OpKind::xent_sum}, xent_sum);
+  t.add({OpKind::xent_max}, [](const OpCall& c, CpuContext&) { kernels::ce_local_max_cpu(args::xent_max(c)); });
+  t.add({OpKind::xent_sum}, xent_sum);
   t.add({OpKind::xent_loss}, xent_loss).add({OpKind::xent_bwd}, xent_bwd);
 }
 

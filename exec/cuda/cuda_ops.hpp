@@ -25,16 +25,6 @@ namespace paralab::exec::cuda {
 
 inline dev::T dt(DType t) { return static_cast<dev::T>(static_cast<int>(t)); }
 
-inline kernels::Dtype kdt(DType t) {
-  switch (t) {
-    case DType::f32: return kernels::Dtype::f32;
-    case DType::bf16: return kernels::Dtype::bf16;
-    case DType::f16: return kernels::Dtype::f16;
-    default: break;
-  }
-  return static_cast<kernels::Dtype>(-1);  // rejected by the kernels' dtype checks
-}
-
 // Device scratch from the stream-ordered pool, released in stream order at scope exit (the
 // pool serves it again without a cudaMalloc after the first use).
 class Scratch {

@@ -1,13 +1,14 @@
 // paralab exec/cuda — the families of memory-bound ops that fill the CUDA backend's kernel
-// table (exec/kernel_table.hpp), one file each, and what they share: view size checks, the fp32
-// gradient output and the tensor-parallel index. The families apply the IR's conventions as the
-// CPU backend does (exec/cpu/kernel_families.hpp is the reference). Host-only (g++).
+// table (exec/kernel_table.hpp), one file each, and what they share: the kernels' arguments
+// (exec/kernel_args.hpp, the same as the CPU backend's), the op's site and the fp32 gradient
+// output. Host-only (g++).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "exec/cuda/cuda_ops.hpp"
+#include "exec/kernel_args.hpp"
 #include "exec/kernel_table.hpp"
 
 namespace paralab::exec::cuda {
@@ -27,10 +28,7 @@ void add_optimizer_ops(CudaKernelTable& t);
 // The backend's table, built once from the families above (ops_kernels.cpp).
 const CudaKernelTable& kernel_table();
 
-// Throws InternalError naming the op when view i is missing or not `numel` elements.
-void expect(const OpCall& call, bool read, size_t i, int64_t numel, const char* what);
-
-inline int64_t tp_index(const CudaOpContext& c) { return c.plan.coord.tp; }
+inline args::OpSite site(const CudaOpContext& c) { return {c.plan, c.shape, c.scenario}; }
 
 // A gradient output the kernels write in fp32: the view itself when fp32, else a zeroed fp32
 // scratch that commit() adds into the view (one rounding), as the CPU backend's F32Grad.

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "exec/cuda/cuda_ops.hpp"
+#include "exec/kernel_args.hpp"
 #include "ir/error.hpp"
 #include "kernels/attention.hpp"
 
@@ -119,7 +120,7 @@ void forward(const OpCall& call, CudaOpContext& ctx) {
       set_attention_call(f, q->get(), k[hk]->get(), v[hk]->get(), x, n, r.blk[hq][hk] == Block::causal);
       f.out = have ? blk_out->get() : acc.get();  // the first block of step 0 is copied, not merged
       f.lse = have ? blk_lse->f() : acc_lse;
-      f.dtype = kdt(work);
+      f.dtype = args::kernel_dtype(work);
       kernels::flash_attention_fwd_cuda(f, s);
       if (have) dev::merge_attention(acc.f(), blk_out->f(), acc_lse, blk_lse->f(), nl, x.d, s);
       have = true;
@@ -208,7 +209,7 @@ void backward(const OpCall& call, CudaOpContext& ctx) {
       bw.dk = dk[hk].next();
       bw.dv = dv[hk].next();
       set_attention_call(bw, q[hq]->get(), k[hk]->get(), v[hk]->get(), x, n, r.blk[hq][hk] == Block::causal);
-      bw.dtype = kdt(work);
+      bw.dtype = args::kernel_dtype(work);
       kernels::flash_attention_bwd_cuda(bw, s);
       dq[hq].commit();
       dk[hk].commit();

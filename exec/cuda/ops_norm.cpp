@@ -1,13 +1,11 @@
 // paralab exec/cuda — layernorm and rmsnorm, forward and backward, on the kernels/ CUDA
-// launchers, with the CPU backend's conventions (exec/cpu/norm_ops.cpp): [rows, 2] statistics
+// launchers, with the arguments every backend shares (exec/kernel_args.hpp): [rows, 2] statistics
 // (mean, rstd) or (0, rrms) between the passes, dgamma and dbeta accumulated in fp32, the
 // residual gradient added into when the op says so (KernelAttrs::aux = 1).
 #include <optional>
 
 #include "exec/cuda/kernel_families.hpp"
 #include "ir/error.hpp"
-#include "kernels/layernorm.hpp"
-#include "kernels/rmsnorm.hpp"
 
 namespace paralab::exec::cuda {
 
@@ -15,35 +13,14 @@ namespace {
 
 void norm_fwd(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const auto& o = call.plan;
   const cudaStream_t s = ctx.stream();
-  expect(call, true, 0, k.rows * k.cols, "x");
-  expect(call, false, 1, k.rows * 2, "stats");
+  args::expect_numel(call, true, 0, k.rows * k.cols, "x");
+  args::expect_numel(call, false, 1, k.rows * 2, "stats");
   Scratch a(k.rows * 4, s), b(k.rows * 4, s);
   if (call.op.kind == OpKind::layernorm_fwd) {
-    kernels::LayerNormFwdArgs x;
-    x.x = call.reads[0];
-    x.gamma = call.reads[1];
-    x.beta = call.reads.size() > 2 ? call.reads[2] : nullptr;
-    x.y = call.writes[0];
-    x.mean = a.f();
-    x.rstd = b.f();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.eps = k.eps;
-    x.dtype = kdt(o.reads[0].dtype);
-    kernels::layernorm_fwd_cuda(x, s);
+    kernels::layernorm_fwd_cuda(args::layernorm_fwd(call, a.f(), b.f()), s);
   } else {
-    kernels::RmsNormFwdArgs x;
-    x.x = call.reads[0];
-    x.gamma = call.reads[1];
-    x.y = call.writes[0];
-    x.rrms = b.f();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.eps = k.eps;
-    x.dtype = kdt(o.reads[0].dtype);
-    kernels::rmsnorm_fwd_cuda(x, s);
+    kernels::rmsnorm_fwd_cuda(args::rmsnorm_fwd(call, b.f()), s);
     PARALAB_CU(cudaMemsetAsync(a.get(), 0, static_cast<size_t>(k.rows) * 4, s));
   }
   // stats [rows, 2] = (mean, rstd) or (0, rrms)
@@ -58,8 +35,8 @@ void norm_bwd(const OpCall& call, CudaOpContext& ctx) {
   const auto& o = call.plan;
   const cudaStream_t s = ctx.stream();
   const int64_t n = k.rows * k.cols;
-  expect(call, true, 0, n, "dy");
-  expect(call, true, 2, k.rows * 2, "stats");
+  args::expect_numel(call, true, 0, n, "dy");
+  args::expect_numel(call, true, 2, k.rows * 2, "stats");
   const DType dtp = o.reads[0].dtype;
   Scratch a(k.rows * 4, s), b(k.rows * 4, s);
   const auto* stats = static_cast<const float*>(call.reads[2]);
@@ -73,36 +50,13 @@ void norm_bwd(const OpCall& call, CudaOpContext& ctx) {
   if (call.op.kind == OpKind::layernorm_bwd) {
     std::optional<F32Grad> dbeta;
     if (call.writes.size() > 2) dbeta.emplace(call.writes[2], o.writes[2], s);
-    kernels::LayerNormBwdArgs x;
-    x.dy = call.reads[0];
-    x.x = call.reads[1];
-    x.gamma = call.reads[3];
-    x.mean = a.f();
-    x.rstd = b.f();
-    x.dx = dx;
-    x.dgamma = dgamma.ptr();
-    x.dbeta = dbeta ? dbeta->ptr() : nullptr;
-    x.accumulate = dgamma.kernel_accumulates();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.dtype = kdt(dtp);
     if (dbeta && dbeta->kernel_accumulates() != dgamma.kernel_accumulates())
       throw InternalError("op " + op_label(call.op) + ": dgamma and dbeta in different dtypes");
-    kernels::layernorm_bwd_cuda(x, s);
+    kernels::layernorm_bwd_cuda(
+        args::layernorm_bwd(call, a.f(), b.f(), dx, dgamma.ptr(), dbeta ? dbeta->ptr() : nullptr, dgamma.kernel_accumulates()), s);
     if (dbeta) dbeta->commit();
   } else {
-    kernels::RmsNormBwdArgs x;
-    x.dy = call.reads[0];
-    x.x = call.reads[1];
-    x.gamma = call.reads[3];
-    x.rrms = b.f();
-    x.dx = dx;
-    x.dgamma = dgamma.ptr();
-    x.accumulate = dgamma.kernel_accumulates();
-    x.rows = k.rows;
-    x.cols = k.cols;
-    x.dtype = kdt(dtp);
-    kernels::rmsnorm_bwd_cuda(x, s);
+    kernels::rmsnorm_bwd_cuda(args::rmsnorm_bwd(call, b.f(), dx, dgamma.ptr(), dgamma.kernel_accumulates()), s);
   }
   dgamma.commit();
   if (add) dev::copy2d(dx, dt(dtp), n, call.writes[0], dt(o.writes[0].dtype), n, 1, n, true, s);

@@ -1,6 +1,6 @@
 // paralab exec/cuda — the ops that know token positions and the vocabulary, on the kernels/
-// CUDA launchers and the backend's own kernels (device_ops.hpp), with the CPU backend's
-// conventions (exec/cpu/token_ops.cpp): RoPE over this context-parallel rank's chunks of the
+// CUDA launchers and the backend's own kernels (device_ops.hpp), with the arguments every
+// backend shares (exec/kernel_args.hpp): RoPE over this context-parallel rank's chunks of the
 // sequence, the vocab-parallel embedding with learned positions, and the vocab-parallel
 // cross-entropy stages (local max, exp-sum and target logit, loss, gradient).
 #include <algorithm>
@@ -8,8 +8,6 @@
 
 #include "exec/cuda/kernel_families.hpp"
 #include "ir/error.hpp"
-#include "kernels/cross_entropy.hpp"
-#include "kernels/embedding.hpp"
 #include "kernels/rope.hpp"
 
 namespace paralab::exec::cuda {
@@ -32,7 +30,7 @@ void rope(const OpCall& call, CudaOpContext& ctx) {
   const ModelShape& m = ctx.shape;
   const cudaStream_t s = ctx.stream();
   const int64_t T = k.rows, cols = k.cols, heads = m.heads_local() + m.groups_local(), d = m.head_dim, w = heads * d;
-  expect(call, true, 0, T * cols, "qkv");
+  args::expect_numel(call, true, 0, T * cols, "qkv");
   if (k.aux != m.seq_local()) throw InternalError("op " + op_label(call.op) + ": rope sequence is not the local one");
   const DType t = call.plan.reads[0].dtype;
   Scratch buf(T * w * 4, s);
@@ -57,24 +55,11 @@ void rope(const OpCall& call, CudaOpContext& ctx) {
 // the hidden states [T, h]: rows of ids outside the slice are zero (summed over tensor ranks).
 void embedding_fwd(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const ModelShape& m = ctx.shape;
   const cudaStream_t s = ctx.stream();
-  const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V;
+  const int64_t T = k.rows, h = k.cols, b = ctx.shape.micro_batch;
   const std::vector<SeqPiece> pieces = rank_pieces(call, ctx, T);  // row r is local position r / b
-  expect(call, true, 0, T, "token ids");
-  expect(call, true, 1, V * h, "word embedding table");
   const DType t = call.plan.writes[0].dtype;
-  kernels::EmbeddingFwdArgs x;
-  x.ids = static_cast<const int32_t*>(call.reads[0]);
-  x.table = call.reads[1];
-  x.out = call.writes[0];
-  x.rows = T;
-  x.hidden = h;
-  x.vocab_start = vstart;
-  x.vocab_end = vstart + V;
-  x.dtype = kdt(t);
-  kernels::embedding_fwd_cuda(x, s);
+  kernels::embedding_fwd_cuda(args::embedding_fwd(call, site(ctx)), s);
   if (call.reads.size() > 2) {  // learned positions: this rank's share, summed by the TP all-reduce
     const DType pt = call.plan.reads[2].dtype;
     const auto [r0, r1] = position_add_rows(ctx.plan, T);
@@ -90,24 +75,11 @@ void embedding_fwd(const OpCall& call, CudaOpContext& ctx) {
 // reads {d hidden [T, h], token ids}, writes {d table, [d positions]}: scatter-adds.
 void embedding_bwd(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const ModelShape& m = ctx.shape;
   const cudaStream_t s = ctx.stream();
-  const int64_t T = k.rows, h = k.cols, V = m.vocab_local(), b = m.micro_batch;
-  const int64_t vstart = tp_index(ctx) * V;
+  const int64_t T = k.rows, h = k.cols, b = ctx.shape.micro_batch;
   const std::vector<SeqPiece> pieces = rank_pieces(call, ctx, T);  // row r is local position r / b
-  expect(call, true, 0, T * h, "embedding gradient");
   const F32Grad dtable(call.writes[0], call.plan.writes[0], s);
-  kernels::EmbeddingBwdArgs x;
-  x.ids = static_cast<const int32_t*>(call.reads[1]);
-  x.dout = call.reads[0];
-  x.dtable = dtable.ptr();
-  x.accumulate = true;  // an fp32 view accumulates; the scratch was zeroed
-  x.rows = T;
-  x.hidden = h;
-  x.vocab_start = vstart;
-  x.vocab_end = vstart + V;
-  x.dtype = kdt(call.plan.reads[0].dtype);
-  kernels::embedding_bwd_cuda(x, s);
+  kernels::embedding_bwd_cuda(args::embedding_bwd(call, site(ctx), dtable.ptr()), s);
   dtable.commit();
   if (call.writes.size() > 1) {
     // The position table is replicated over tensor parallelism: under sequence parallelism its
@@ -126,26 +98,11 @@ void embedding_bwd(const OpCall& call, CudaOpContext& ctx) {
   }
 }
 
-// This rank's vocabulary slice starts at tp * V (KernelAttrs cols = V, the local slice).
-int64_t vocab_start(const CudaOpContext& ctx) { return tp_index(ctx) * ctx.shape.vocab_local(); }
-
-// logits [T, V] -> the local row max [T] (all-reduced with max next).
-void xent_max(const OpCall& call, CudaOpContext& ctx) {
-  const KernelAttrs& k = *call.op.kernel();
-  kernels::CeMaxArgs x;
-  x.logits = call.reads[0];
-  x.row_max = static_cast<float*>(call.writes[0]);
-  x.rows = k.rows;
-  x.vocab = k.cols;
-  x.dtype = kdt(call.plan.reads[0].dtype);
-  kernels::ce_local_max_cuda(x, ctx.stream());
-}
-
 // exp(logit - max) kept for the backward pass; [T, 2] = (sum of exps, target logit or 0).
 void xent_sum(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   dev::xent_sum(call.reads[0], dt(call.plan.reads[0].dtype), static_cast<const float*>(call.reads[1]),
-                static_cast<const int32_t*>(call.reads[2]), vocab_start(ctx), static_cast<float*>(call.writes[0]),
+                static_cast<const int32_t*>(call.reads[2]), args::vocab_start(site(ctx)), static_cast<float*>(call.writes[0]),
                 static_cast<float*>(call.writes[1]), k.rows, k.cols, ctx.stream());
 }
 
@@ -175,7 +132,7 @@ void xent_bwd(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   const float g = static_cast<float>(xent_grad_scale(ctx.plan, k));
   dev::xent_bwd(static_cast<const float*>(call.reads[0]), static_cast<const float*>(call.reads[1]),
-                static_cast<const int32_t*>(call.reads[2]), vocab_start(ctx), g, call.writes[0],
+                static_cast<const int32_t*>(call.reads[2]), args::vocab_start(site(ctx)), g, call.writes[0],
                 dt(call.plan.writes[0].dtype), k.rows, k.cols, ctx.stream());
 }
 
@@ -184,7 +141,9 @@ void xent_bwd(const OpCall& call, CudaOpContext& ctx) {
 void add_token_ops(CudaKernelTable& t) {
   t.add({OpKind::rope_fwd, OpKind::rope_bwd}, rope);
   t.add({OpKind::embedding_fwd}, embedding_fwd).add({OpKind::embedding_bwd}, embedding_bwd);
-  t.add({OpKind::xent_max}, xent_max).add({OpKind::xent_sum}, xent_sum);
+  t.add({OpKind::xent_max},
+        [](const OpCall& c, CudaOpContext& x) { kernels::ce_local_max_cuda(args::xent_max(c), x.stream()); });
+  t.add({OpKind::xent_sum}, xent_sum);
   t.add({OpKind::xent_loss}, xent_loss).add({OpKind::xent_bwd}, xent_bwd);
 }
 
