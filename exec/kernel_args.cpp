@@ -2,6 +2,7 @@
 // (kernel_args.hpp).
 #include "exec/kernel_args.hpp"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 

@@ -99,3 +99,76 @@ TEST_CASE("CPU grad_accumulate adds the fresh gradient into the main gradient, o
     }
   }
 }
+
+TEST_CASE("shared kernel arguments: dropout draws this tensor rank's slice of the mask under SP", "[exec][kernel_args]") {
+  test::CpuHarness h;
+  h.shape.tp = 2;
+  test::OpHarness x;
+  x.op.kind = OpKind::dropout_add_fwd;
+  x.op.name = "attn_out_dropout_add";
+  x.op.layer = 3;
+  x.op.microbatch = 1;
+  x.op.attrs = KernelAttrs{8, 16, 0.1f, 0, 1, 0};
+  std::vector<float> buf(8 * 16, 0.5f);
+  x.add_read(buf.data(), 8 * 16, DType::f32);
+  x.add_read(buf.data(), 8 * 16, DType::f32);
+  x.add_write(buf.data(), 8 * 16, DType::f32);
+  for (bool sp : {false, true})
+    for (int64_t tp : {0, 1}) {
+      CAPTURE(sp, tp);
+      h.shape.sp = sp;
+      h.plan.coord.tp = tp;
+      const args::OpSite at{h.plan, h.shape, h.scenario};
+      const auto a = args::dropout_add_fwd(x.call(), at);
+      CHECK(a.offset == (sp ? static_cast<uint64_t>(tp * 8 * 16) : 0u));
+      // Hidden-state dropout: one seed for all tensor ranks (they draw slices of one mask).
+      CHECK(a.seed == args::dropout_seed(h.scenario, x.op, 0));
+      CHECK(a.p == Approx(0.1f));
+    }
+  // Attention-probability dropout: a seed of its own per tensor rank, no offset.
+  x.op.kind = OpKind::dropout_fwd;
+  x.op.name = "attn_dropout";
+  h.shape.sp = true;
+  h.plan.coord.tp = 1;
+  const args::OpSite at{h.plan, h.shape, h.scenario};
+  const auto a = args::dropout_fwd(x.call(), at);
+  CHECK(a.offset == 0u);
+  CHECK(a.seed != args::dropout_seed(h.scenario, x.op, 0));
+}
+
+TEST_CASE("shared kernel arguments: the optimizer's views are checked against the training config", "[exec][kernel_args]") {
+  TrainingConfig t;
+  t.precision = Precision::bf16;  // mixed: reads {grad, param, master, exp_avg, [norm^2]}
+  t.optimizer = Optimizer::adam;
+  t.clip_grad = 1.0;
+  constexpr int64_t n = 10;
+  std::vector<float> g(n, 1.0f), p(n), m(n), s1(n), s2(n), norm(1, 4.0f);
+  test::OpHarness x;
+  x.op.kind = OpKind::optimizer_step;
+  x.op.name = "optimizer";
+  x.add_read(g.data(), n, DType::bf16);
+  x.add_read(p.data(), n, DType::bf16);
+  x.add_read(m.data(), n, DType::f32);
+  x.add_read(s1.data(), n, DType::f32);
+  x.add_read(norm.data(), 1, DType::f32);
+  x.add_write(p.data(), n, DType::bf16);
+  x.add_write(m.data(), n, DType::f32);
+  x.add_write(s1.data(), n, DType::f32);
+  x.add_write(s2.data(), n, DType::f32);
+  const args::OptimizerViews v = args::optimizer_views(x.call(), t);
+  CHECK(v.n == n);
+  CHECK(v.master == m.data());
+  CHECK(v.state1 == s1.data());
+  CHECK(v.state2 == s2.data());
+  CHECK(v.param == p.data());
+  CHECK(v.norm_sq == norm.data());
+  CHECK(v.found_flag == nullptr);
+  // Without clipping the norm is one read too many: named, with the counts.
+  t.clip_grad = 0;
+  CHECK_THROWS_WITH(args::optimizer_views(x.call(), t),
+                    Catch::Contains("optimizer") && Catch::Contains("5 reads and 4 writes, expected 4 and 4"));
+  // Views of different sizes.
+  t.clip_grad = 1.0;
+  x.plan.writes[3].numel = n - 1;
+  CHECK_THROWS_WITH(args::optimizer_views(x.call(), t), Catch::Contains("optimizer views differ in size"));
+}
