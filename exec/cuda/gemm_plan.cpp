@@ -55,10 +55,12 @@ GemmPlan plan_gemm(const Op& op, const ModelShape& m) {
       const bool bias = g.role == GemmRole::linear_fwd && g.bias;
       p.calls.push_back(to_blas(A, g.trans_a, B, g.trans_b, C, g.m, g.n, g.k, 1, g.accumulate ? 1.0f : 0.0f, bias));
       if (g.role == GemmRole::linear_wgrad && g.bias) {
-        // dbias[1, N] += ones[1, K] op(B)[K, N]: the column sums of dY, accumulated in fp32.
+        // dbias[1, N] (+)= ones[1, K] op(B)[K, N]: the column sums of dY in fp32, added into the
+        // main gradient when the GEMM accumulates, else written (without gradient-accumulation
+        // fusion the bias gradient goes to a fresh, unfilled buffer first: beta 0 never reads it).
         const RowOperand ones{Operand::ones, 0, g.k, 0};
         const RowOperand dbias{Operand::write1, 0, g.n, 0};
-        p.calls.push_back(to_blas(ones, false, B, g.trans_b, dbias, 1, g.n, g.k, 1, 1.0f, false));
+        p.calls.push_back(to_blas(ones, false, B, g.trans_b, dbias, 1, g.n, g.k, 1, g.accumulate ? 1.0f : 0.0f, false));
         p.ones = g.k;
       }
       return p;

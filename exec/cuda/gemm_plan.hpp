@@ -19,8 +19,9 @@
 // backend rounds once); with one head per group they write d_qkv directly.
 //
 // Linear bias: cuBLASLt's BIAS epilogue (one value per column-major row = per IR column).
-// Bias gradient (linear_wgrad with bias): a second GEMM dbias[1,N] += ones[1,K] op(B)[K,N]
-// accumulating in fp32 (beta = 1), i.e. the column sums of dY added to the main gradient.
+// Bias gradient (linear_wgrad with bias): a second GEMM dbias[1,N] (+)= ones[1,K] op(B)[K,N] in
+// fp32, i.e. the column sums of dY, with the weight gradient's beta: added to the main gradient
+// when the GEMM accumulates (beta = 1), written otherwise (beta = 0; the CPU backend likewise).
 #pragma once
 
 #include <cstdint>

@@ -238,8 +238,9 @@ void run_gemm(const OpCall& call, CudaOpContext& ctx) {
       q.a_scale = sc + 2, q.b_scale = sc + 3;
       done = ctx.res.lt->run(q);
       if (!done && ctx.fp8_fallbacks) ctx.fp8_fallbacks->fetch_add(1);
-    } else if (g.math == MathMode::fp8 && linear && ctx.fp8 && ctx.fp8_fallbacks) {
-      ctx.fp8_fallbacks->fetch_add(1);  // shape not a multiple of 16: bf16
+    } else if (g.math == MathMode::fp8 && linear && ctx.fp8 && ctx.fp8_fallbacks && bc.a != Operand::ones &&
+               bc.b != Operand::ones) {
+      ctx.fp8_fallbacks->fetch_add(1);  // shape not a multiple of 16: bf16 (the bias gradient's sum is never fp8)
     }
     if (!done) ctx.res.lt->run(lc);
     if (bias_kernel)  // IR C is [call.n rows, call.m cols], rows contiguous (linear: ldc = cols)

@@ -83,19 +83,23 @@ TEST_CASE("cuBLAS plans of linear GEMMs equal the CPU backend: transposes, bias 
           "[exec][cuda][gemm]") {
   CpuHarness h;
   const int64_t m = 23, n = 17, k = 29;
+  // role 3: a weight gradient without gradient-accumulation fusion (written, not accumulated,
+  // bias gradient included).
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
-      for (int role = 0; role < 3; ++role) {
+      for (int role = 0; role < 4; ++role) {
         CAPTURE(ta, tb, role);
         GemmAttrs g;
         g.m = m, g.n = n, g.k = k, g.trans_a = ta, g.trans_b = tb;
         g.role = role == 0 ? GemmRole::linear_fwd : role == 1 ? GemmRole::linear_dgrad : GemmRole::linear_wgrad;
-        g.accumulate = g.role == GemmRole::linear_wgrad;
+        g.accumulate = role == 2;
         g.bias = g.role != GemmRole::linear_dgrad;
         std::vector<std::vector<float>> reads{rnd(m * k, 1), rnd(k * n, 2)};
         std::vector<std::vector<float>> writes{rnd(m * n, 3)};
         if (g.role == GemmRole::linear_fwd) reads.push_back(rnd(n, 4));
-        if (g.role == GemmRole::linear_wgrad) writes.push_back(rnd(n, 5));
+        // Accumulated, the bias gradient adds into the main gradient; written, it goes to a fresh
+        // unfilled buffer (NaN here, as --verify poisons it) that must not be read.
+        if (g.role == GemmRole::linear_wgrad) writes.push_back(g.accumulate ? rnd(n, 5) : std::vector<float>(n, NAN));
         const xc::GemmPlan plan = xc::plan_gemm([&] {
           Op op;
           op.kind = OpKind::gemm;
@@ -109,6 +113,7 @@ TEST_CASE("cuBLAS plans of linear GEMMs equal the CPU backend: transposes, bias 
         CHECK(plan.calls[0].trans_a == bool(tb));
         CHECK(plan.calls[0].trans_b == bool(ta));
         CHECK(plan.calls[0].beta == (g.accumulate ? 1.0f : 0.0f));
+        if (plan.calls.size() > 1) CHECK(plan.calls[1].beta == plan.calls[0].beta);  // the bias gradient's
         CHECK(plan.calls[0].bias == (g.role == GemmRole::linear_fwd));
         compare_gemm(h, g, reads, writes);
       }
