@@ -77,6 +77,9 @@ class Backend {
   // Asynchronous backends: the per-token losses of this step's xent_loss outputs (sum, count),
   // after synchronize(); synchronous backends leave it to the runtime (it reads them per op).
   virtual void collect_loss(double& sum, int64_t& tokens) { (void)sum, (void)tokens; }
+  // The dynamic fp16 loss scale now (kernels::LossScaleState::scale; 1 for a backend that keeps
+  // none). --verify reads it for the cross-entropy gradient's reference; the step is not timed then.
+  [[nodiscard]] virtual double loss_scale() { return 1.0; }
   // Device measurements reported per rank beside the IR's memory accounting (e.g. allocator
   // high-water marks); names are JSON keys.
   [[nodiscard]] virtual std::map<std::string, double> device_stats() const { return {}; }

@@ -30,8 +30,8 @@ uint64_t hash_string(std::string_view s) {
   return h;
 }
 
-double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k) {
-  return static_cast<double>(k.scale) /
+double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k, double loss_scale) {
+  return loss_scale /
          (static_cast<double>(k.rows) * static_cast<double>(std::max<int64_t>(k.aux, 1)) * static_cast<double>(plan.dp_size));
 }
 

@@ -136,10 +136,14 @@ int64_t view_shift(const StepIR& ir, const StepGraph& g, const Op& op, const Ten
 
 // Conventions every backend applies the same way (docs/executor.md, "How the IR's conventions
 // are executed"):
-// xent_bwd's gradient scale: the op's `scale` (fp16 loss scale) / (T * micro-batches * the data-
-// parallel group size). The last factor is Megatron's gradient averaging over data parallelism
-// (DDP's gradient_scaling_factor = 1/(dp*cp)), which the IR's sum all-reduce leaves implicit.
-double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k);
+// xent_bwd's gradient scale: the loss scale in use / (T * micro-batches * the data-parallel group
+// size). The loss scale is 1 without loss scaling; with fp16 it is the dynamic scaler's scale at
+// the time, which starts at the op's `scale` (initial_loss_scale) and halves on an overflow and
+// doubles after loss_scale_window clean steps (Megatron multiplies the loss by the current
+// scale; the optimizer divides by the same). The last factor is Megatron's gradient averaging
+// over data parallelism (DDP's gradient_scaling_factor = 1/(dp*cp)), which the IR's sum
+// all-reduce leaves implicit.
+double xent_grad_scale(const RankPlan& plan, const KernelAttrs& k, double loss_scale);
 // The rows [first, last) of embedding_bwd's [T, h] input that add into the (replicated) position
 // table's gradient: all of them, or under sequence parallelism this tensor rank's sequence slice
 // (the IR all-reduces replicated gradients over tp under SP).

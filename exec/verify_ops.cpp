@@ -117,6 +117,8 @@ void OpChecker::after(const OpCall& call) {
   std::vector<Compare> cmp(W.size());
   std::vector<RefFinding> findings;
   RefCase x{call, plan_, G, s.reads, s.writes, W, cmp, findings};
+  if (op.kind == OpKind::xent_bwd && plan_.ir->scenario.training.precision == Precision::fp16)
+    x.loss_scale = backend_.loss_scale();  // dynamic: it moves between steps (exec/plan.hpp xent_grad_scale)
   ref_table().run(call, x);
 
   std::lock_guard lk(mu_);

@@ -111,7 +111,7 @@ void xent_ref(const OpCall& call, RefCase& rc) {
         check(0, r, std::log(R[0][static_cast<size_t>(2 * r)]) + R[1][static_cast<size_t>(r)] - R[0][static_cast<size_t>(2 * r + 1)]);
         break;
       default: {  // averaged over the global batch: / (T * micro-batches * dp group)
-        const double g = xent_grad_scale(rc.plan, k);
+        const double g = xent_grad_scale(rc.plan, k, rc.loss_scale);
         const int64_t local = static_cast<int64_t>(R[2][static_cast<size_t>(r)]) - G.vstart;
         for (int64_t v = 0; v < V; ++v)
           check(0, r * V + v, (R[0][static_cast<size_t>(r * V + v)] / R[1][static_cast<size_t>(2 * r)] - (v == local ? 1.0 : 0.0)) * g);

@@ -62,6 +62,7 @@ struct RefCase {
   const std::vector<std::vector<double>>& W;   // outputs after
   std::vector<Compare>& cmp;                   // per output
   std::vector<RefFinding>& findings;
+  double loss_scale = 1;                       // the loss scale in use (fp16: the backend's dynamic one)
 
   [[nodiscard]] const Op& op() const { return call.op; }
   // Output w's element i should be `want`.

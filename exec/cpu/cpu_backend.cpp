@@ -117,6 +117,7 @@ class CpuBackend final : public Backend {
       if (ran_[i]) out.push_back({rank, i, start_[i], end_[i]});
   }
   void synchronize() override {}
+  [[nodiscard]] double loss_scale() override { return scaler_.scale; }
 
  private:
   const StepIR& ir_;

@@ -132,7 +132,7 @@ void xent_loss(const OpCall& call, CpuContext& ctx) {
   kernels::ce_loss_cpu(x);
 }
 
-// d logits = (softmax - onehot) * scale / (T * micro-batches * dp group).
+// d logits = (softmax - onehot) * the current loss scale / (T * micro-batches * dp group).
 void xent_bwd(const OpCall& call, CpuContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
   const int64_t T = k.rows, V = k.cols, vstart = args::vocab_start(site(ctx));
@@ -140,7 +140,8 @@ void xent_bwd(const OpCall& call, CpuContext& ctx) {
   const auto* sums = static_cast<const float*>(call.reads[1]);
   const auto* labels = static_cast<const int32_t*>(call.reads[2]);
   const DType dt = call.plan.writes[0].dtype;
-  const float g = static_cast<float>(xent_grad_scale(ctx.plan, k));
+  const bool scaled = ctx.scenario.training.precision == Precision::fp16;  // dynamic loss scaling
+  const float g = static_cast<float>(xent_grad_scale(ctx.plan, k, scaled ? ctx.scaler.scale : 1.0));
   float* row = ctx.scratch.get(0, V);
   for (int64_t r = 0; r < T; ++r) {
     const float inv = 1.0f / sums[2 * r];

@@ -114,6 +114,11 @@ class CudaBackend final : public Backend {
   void deallocate(void* p, int64_t bytes) override;
   void fill(void* p, const Buffer& b, const BufferPlan& how) override;
   void to_host(void* host, const void* p, int64_t bytes) override;
+  [[nodiscard]] double loss_scale() override {
+    kernels::LossScaleState st;  // the scale is the state's first member, as the optimizer reads it
+    to_host(&st, scaler_, sizeof st);
+    return st.scale;
+  }
   void from_host(void* p, const void* host, int64_t bytes) override;
 
   void attach_stream(Stream s) override {

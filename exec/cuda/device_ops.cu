@@ -152,8 +152,9 @@ __global__ void xent_sum_kernel(const void* logits, T t, const float* row_max, c
 }
 
 __global__ void xent_bwd_kernel(const float* ex, const float* sums, const int32_t* labels, int64_t vstart, float g,
-                                void* d, T t, int64_t rows, int64_t vocab) {
+                                const float* scale, void* d, T t, int64_t rows, int64_t vocab) {
   const int64_t n = rows * vocab, stride = int64_t(gridDim.x) * blockDim.x;
+  if (scale) g *= scale[0];
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride) {
     const int64_t r = e / vocab, v = e % vocab;
     float x = ex[e] * (1.0f / sums[2 * r]);
@@ -306,10 +307,10 @@ void xent_sum(const void* logits, T t, const float* row_max, const int32_t* labe
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 
-void xent_bwd(const float* ex, const float* sums, const int32_t* labels, int64_t vocab_start, float g, void* d, T t,
-              int64_t rows, int64_t vocab, cudaStream_t stream) {
+void xent_bwd(const float* ex, const float* sums, const int32_t* labels, int64_t vocab_start, float g, const float* scale,
+              void* d, T t, int64_t rows, int64_t vocab, cudaStream_t stream) {
   if (rows * vocab <= 0) return;
-  xent_bwd_kernel<<<blocks(rows * vocab), kThreads, 0, stream>>>(ex, sums, labels, vocab_start, g, d, t, rows, vocab);
+  xent_bwd_kernel<<<blocks(rows * vocab), kThreads, 0, stream>>>(ex, sums, labels, vocab_start, g, scale, d, t, rows, vocab);
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 

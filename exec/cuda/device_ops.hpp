@@ -45,9 +45,10 @@ void position_grad(void* dpos, T pt, const void* dout, T ot, int64_t rows, int64
 // IR xent_sum: ex[r, v] = exp(logit - max[r]) (fp32), sums[r] = (sum of ex, target logit or 0).
 void xent_sum(const void* logits, T t, const float* row_max, const int32_t* labels, int64_t vocab_start,
               float* ex, float* sums, int64_t rows, int64_t vocab, cudaStream_t stream);
-// IR xent_bwd: d[r, v] = (ex / sum - onehot) * g.
-void xent_bwd(const float* ex, const float* sums, const int32_t* labels, int64_t vocab_start, float g, void* d,
-              T t, int64_t rows, int64_t vocab, cudaStream_t stream);
+// IR xent_bwd: d[r, v] = (ex / sum - onehot) * g * (*scale), scale a device pointer or null (1):
+// the dynamic fp16 loss scale, read on the device.
+void xent_bwd(const float* ex, const float* sums, const int32_t* labels, int64_t vocab_start, float g,
+              const float* scale, void* d, T t, int64_t rows, int64_t vocab, cudaStream_t stream);
 
 // *flag = max(*flag, float(*found)).
 void flag_max(float* flag, const int32_t* found, cudaStream_t stream);

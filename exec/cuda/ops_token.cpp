@@ -126,14 +126,17 @@ void xent_loss(const OpCall& call, CudaOpContext& ctx) {
   ctx.loss_tokens->fetch_add(T);
 }
 
-// d logits = (softmax - onehot) * xent_grad_scale: the loss scale / (T * micro-batches * the
-// gradient-reduction group), as the CPU backend and --verify (exec/plan.hpp).
+// d logits = (softmax - onehot) * xent_grad_scale: the current loss scale / (T * micro-batches *
+// the gradient-reduction group), as the CPU backend and --verify (exec/plan.hpp). With fp16 the
+// dynamic scale is read on the device (LossScaleState::scale is first), as the optimizer does.
 void xent_bwd(const OpCall& call, CudaOpContext& ctx) {
   const KernelAttrs& k = *call.op.kernel();
-  const float g = static_cast<float>(xent_grad_scale(ctx.plan, k));
+  const bool scaled = ctx.scenario.training.precision == Precision::fp16;
+  const float g = static_cast<float>(xent_grad_scale(ctx.plan, k, 1.0));
   dev::xent_bwd(static_cast<const float*>(call.reads[0]), static_cast<const float*>(call.reads[1]),
-                static_cast<const int32_t*>(call.reads[2]), args::vocab_start(site(ctx)), g, call.writes[0],
-                dt(call.plan.writes[0].dtype), k.rows, k.cols, ctx.stream());
+                static_cast<const int32_t*>(call.reads[2]), args::vocab_start(site(ctx)), g,
+                scaled ? static_cast<const float*>(ctx.scaler) : nullptr, call.writes[0], dt(call.plan.writes[0].dtype), k.rows,
+                k.cols, ctx.stream());
 }
 
 }  // namespace

@@ -172,3 +172,37 @@ TEST_CASE("shared kernel arguments: the optimizer's views are checked against th
   x.plan.writes[3].numel = n - 1;
   CHECK_THROWS_WITH(args::optimizer_views(x.call(), t), Catch::Contains("optimizer views differ in size"));
 }
+
+TEST_CASE("CPU xent_bwd multiplies by the dynamic fp16 loss scale in use, not the initial one", "[exec][kernel_table]") {
+  constexpr int64_t T = 6, V = 10, micro = 2;
+  test::CpuHarness h;
+  h.scenario.training.precision = Precision::fp16;
+  h.plan.dp_size = 2;
+  h.scaler.scale = 2048.0f;  // backed off from the IR's 65536
+  const auto logits = test::random_floats(T * V, 21, 2.0f);
+  std::vector<float> ex(T * V), sums(2 * T), out(T * V);
+  std::vector<int32_t> labels(T);
+  for (int64_t r = 0; r < T; ++r) {
+    labels[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7) % V);
+    double s = 0;
+    for (int64_t v = 0; v < V; ++v) s += ex[static_cast<size_t>(r * V + v)] = std::exp(logits[static_cast<size_t>(r * V + v)]);
+    sums[static_cast<size_t>(2 * r)] = static_cast<float>(s);
+  }
+  test::OpHarness x;
+  x.op.kind = OpKind::xent_bwd;
+  x.op.name = "xent_bwd";
+  x.op.attrs = KernelAttrs{T, V, 0, 0, 65536.0f, micro};
+  x.add_read(ex.data(), T * V, DType::f32);
+  x.add_read(sums.data(), 2 * T, DType::f32);
+  x.add_read(labels.data(), T, DType::i32);
+  x.add_write(out.data(), T * V, DType::f32);
+  auto ctx = h.ctx();
+  cpu::run_kernel(x.call(), ctx);
+  const double g = 2048.0 / (T * micro * 2);
+  for (int64_t r = 0; r < T; ++r)
+    for (int64_t v = 0; v < V; ++v) {
+      const size_t e = static_cast<size_t>(r * V + v);
+      const double want = (ex[e] / sums[static_cast<size_t>(2 * r)] - (v == labels[static_cast<size_t>(r)] ? 1.0 : 0.0)) * g;
+      REQUIRE(out[e] == Approx(want).epsilon(1e-5).margin(1e-6));
+    }
+}

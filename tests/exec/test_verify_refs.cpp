@@ -43,6 +43,19 @@ class Corrupter final : public OpObserver {
   bool corrupt_;
 };
 
+// Passes the ops to the checker only while `on`.
+class Gate final : public OpObserver {
+ public:
+  explicit Gate(OpChecker& checker) : checker_(checker) {}
+  bool on = false;
+  bool wants(const Op& op) override { return on && checker_.wants(op); }
+  void before(const OpCall& call) override { checker_.before(call); }
+  void after(const OpCall& call) override { checker_.after(call); }
+
+ private:
+  OpChecker& checker_;
+};
+
 VerifyReport run_checked(const StepIR& ir, bool corrupt) {
   const RankPlan plan = plan_rank(ir, 0, false);
   auto world = make_self_transport();
@@ -90,4 +103,42 @@ TEST_CASE("verify: the references catch a wrong output of every op kind they che
     REQUIRE(bad.categories.count(kind) == 1);
     CHECK(bad.categories.at(kind).passed == 0);
   }
+}
+
+TEST_CASE("fp16: after the loss scale backs off, the gradients are scaled by the same scale the optimizer divides by",
+          "[exec][verify]") {
+  // An initial loss scale of 2^32 overflows fp16 gradients: the scaler halves it on every
+  // overflowed step (skipping the update) until the gradients fit, and training proceeds. With
+  // the initial scale baked into the cross-entropy gradient, every step overflowed and none
+  // updated the weights.
+  const StepIR ir = build_step_ir(test::scenario("cpu-1rank-fp16", {"training.initial_loss_scale=4294967296"}));
+  const RankPlan plan = plan_rank(ir, 0, false);
+  auto world = make_self_transport();
+  auto backend = make_backend("cpu", ir, 0);
+  backend->setup(plan, *world);
+  OpChecker checker(plan, *backend, 1);
+  Gate gate(checker);  // references only once the scale has settled: overflowed steps are inf by design
+  RuntimeOptions ro;
+  ro.observer = &gate;
+  ro.watchdog_s = 30;
+  Runtime rt(plan, *backend, *world, ro);
+  rt.initialize();
+  std::vector<double> loss, scale;
+  for (int64_t step = 1; step <= 40; ++step) {
+    gate.on = step > 35;
+    const StepRun run = rt.run_step(step);
+    REQUIRE(run.loss_tokens > 0);
+    loss.push_back(run.loss_sum / static_cast<double>(run.loss_tokens));
+    scale.push_back(backend->loss_scale());
+  }
+  CAPTURE(scale.front(), scale.back(), loss.front(), loss.back());
+  CHECK(scale.back() < scale.front());  // backed off (here to 2^18, where these gradients fit)
+  CHECK(scale.back() >= 1.0);
+  CHECK(scale[34] == scale.back());    // settled before the checked steps
+  CHECK(loss.back() < loss.front());   // the weights moved, and the loss went down
+  const VerifyReport r = checker.report();
+  for (const auto& f : r.failures) UNSCOPED_INFO(f);
+  CHECK(r.failed() == 0);  // xent_bwd against the backend's scale at the time, among others
+  REQUIRE(r.categories.count("ops.xent_bwd") == 1);
+  CHECK(r.categories.at("ops.xent_bwd").total > 0);
 }

@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
              }, o.warmup, o.repeats));
       record("xent_bwd", tv, double(T * V * (4 + es)), tm.median_us([&] {
                dev::xent_bwd(static_cast<float*>(ex.p), static_cast<float*>(sums.p), static_cast<int32_t*>(lab.p), 0, 1.0f,
-                             dl.p, dt(t), T, V, s);
+                             nullptr, dl.p, dt(t), T, V, s);
              }, o.warmup, o.repeats));
     }
     out["memory_bound"] = mem;

@@ -145,7 +145,7 @@ TEST_CASE("device cross-entropy stages and learned positions match host formulas
     const int64_t local = labels[static_cast<size_t>(r)] - vstart;
     CHECK(sums[static_cast<size_t>(2 * r + 1)] == (local >= 0 && local < V ? logits[static_cast<size_t>(r * V + local)] : 0.0f));
   }
-  dev::xent_bwd(EX.p, SUMS.p, LAB.p, vstart, 0.5f, DL.p, dev::T::f32, T, V, nullptr);
+  dev::xent_bwd(EX.p, SUMS.p, LAB.p, vstart, 0.5f, nullptr, DL.p, dev::T::f32, T, V, nullptr);
   const auto d = DL.down();
   const auto ex = EX.down();
   for (int64_t r = 0; r < T; ++r)
