@@ -112,6 +112,7 @@ class Engine {
   // `op` has nothing left to wait for since now (the last thing it waited for was `after`).
   void release(uint32_t s, OpId op, OpId after);
   void start_compute(uint32_t s, OpId op);
+  void start_comm(uint32_t s, OpId op);  // engine_comm.cpp
   bool stale(const Event& e) const;
   void compute_done(uint32_t s, OpId op);
   void hold_sms(uint32_t s, OpId op, int64_t sms);
