@@ -44,6 +44,16 @@ void Engine::start_comm(uint32_t s, OpId id) {
   }
 }
 
+// The network call of collective `c` over `m` (the engine's one reusable request).
+void Engine::collective_request(const CollectiveAttrs& c, const std::vector<int64_t>& m) {
+  req_.kind = to_sim(c.kind);
+  req_.algo = CollectiveAlgo::automatic;
+  req_.group = c.group;
+  req_.members.assign(m.begin(), m.end());
+  req_.bytes = c.bytes;
+  req_.symmetric_copies = true;
+}
+
 void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
   StageState& st = stages_[s];
   const std::vector<int64_t>& m = members(st, c.group);
@@ -51,12 +61,7 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
     schedule(s, id, now_);
     return;
   }
-  req_.kind = to_sim(c.kind);
-  req_.algo = CollectiveAlgo::automatic;
-  req_.group = c.group;
-  req_.members.assign(m.begin(), m.end());
-  req_.bytes = c.bytes;
-  req_.symmetric_copies = true;
+  collective_request(c, m);
   const uint32_t j = new_join(1);
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
@@ -93,12 +98,7 @@ void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
     for (uint32_t i = 0; i < jn.count; ++i) schedule(parts_[jn.first + i].first, parts_[jn.first + i].second, now_);
     return;
   }
-  req_.kind = to_sim(c.kind);
-  req_.algo = CollectiveAlgo::automatic;
-  req_.group = c.group;
-  req_.members.assign(m.begin(), m.end());
-  req_.bytes = c.bytes;
-  req_.symmetric_copies = true;
+  collective_request(c, m);
   bind(net_.start(req_, now_), j);
   if (slow_) {
     const uint32_t first = a_first_stage;

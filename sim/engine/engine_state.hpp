@@ -147,6 +147,7 @@ class Engine {
     }
     return st.members[gi];
   }
+  void collective_request(const CollectiveAttrs& c, const std::vector<int64_t>& members);
   void start_collective(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_cross_stage(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
