@@ -26,13 +26,11 @@ class KernelTable {
 
   explicit KernelTable(std::string_view backend) : backend_(backend) {}
 
-  // Registers `fn` for every kind in `kinds`.
+  // Registers `fn` for every kind in `kinds`, or for none of them when one is taken already.
   KernelTable& add(std::initializer_list<OpKind> kinds, Fn fn) {
-    for (OpKind k : kinds) {
-      Fn& slot = fns_[index(k)];
-      if (slot) throw InternalError(backend_ + " kernel table: " + std::string(to_string(k)) + " registered twice");
-      slot = fn;
-    }
+    for (OpKind k : kinds)
+      if (fns_[index(k)]) throw InternalError(backend_ + " kernel table: " + std::string(to_string(k)) + " registered twice");
+    for (OpKind k : kinds) fns_[index(k)] = fn;
     return *this;
   }
 
@@ -45,7 +43,11 @@ class KernelTable {
   }
 
  private:
-  static size_t index(OpKind k) { return static_cast<size_t>(k); }
+  static size_t index(OpKind k) {  // a kind outside the enum (a corrupt op) is an error, not UB
+    const auto i = static_cast<size_t>(k);
+    if (i >= static_cast<size_t>(OpKind::kCount)) throw InternalError("kernel table: op kind " + std::to_string(i) + " out of range");
+    return i;
+  }
 
   std::string backend_;
   std::array<Fn, static_cast<size_t>(OpKind::kCount)> fns_{};

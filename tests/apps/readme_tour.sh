@@ -7,7 +7,7 @@
 # tests/plan (its sweep takes minutes).
 set -u
 paralab=$1 src=$2
-work=$(mktemp -d)
+work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
 ln -s "$src/scenarios" "$work/scenarios"
 ln -s "$src/bench" "$work/bench"
@@ -24,7 +24,7 @@ while IFS= read -r c; do
     mpirun*|*" plan "*) echo "skipped: $c"; continue ;;
   esac
   ran=$((ran + 1))
-  if out=$(bash -c "$c" 2>&1); then
+  if out=$(bash -c "$c" 2>&1 </dev/null); then
     echo "ok: $c"
   else
     echo "FAIL: $c"

@@ -55,6 +55,7 @@ TEST_CASE("a kernel table refuses a kind twice and names a kind it has no entry 
   CHECK(t.has(OpKind::gelu_fwd));
   CHECK_FALSE(t.has(OpKind::cast));
   CHECK_THROWS_WITH(t.add({OpKind::cast, OpKind::gelu_bwd}, count), Catch::Contains("gelu_bwd registered twice"));
+  CHECK_FALSE(t.has(OpKind::cast));  // all or nothing
 
   test::OpHarness x;
   x.op.name = "L0.mb0.fwd.gelu";

@@ -321,6 +321,32 @@ TEST_CASE("one GPU, no gradient-accumulation fusion over 2 micro-batches (grad_a
   step_against_cpu("quickstart", sets);
 }
 
+TEST_CASE("one GPU, fp16 from a loss scale of 2^32: the scale backs off on the device and the model trains",
+          "[gpu][exec][cuda][step]") {
+  // xent_bwd reads the dynamic scale on the device; with the initial scale baked in, every step
+  // overflowed and was skipped (the CPU backend's twin: tests/exec/test_verify_refs.cpp).
+  const StepIR ir = build_step_ir(scenario("cpu-1rank-fp16", {"training.initial_loss_scale=4294967296"}));
+  const RankPlan plan = plan_rank(ir, 0, false);
+  auto world = make_self_transport();
+  auto gpu = make_backend("cuda", ir, 0);
+  gpu->setup(plan, *world);
+  RuntimeOptions ro;
+  ro.watchdog_s = 60;
+  Runtime rt(plan, *gpu, *world, ro);
+  rt.initialize();
+  double first = 0, last = 0;
+  for (int64_t step = 1; step <= 40; ++step) {
+    const StepRun run = rt.run_step(step);
+    REQUIRE(run.loss_tokens > 0);
+    last = run.loss_sum / static_cast<double>(run.loss_tokens);
+    if (step == 1) first = last;
+  }
+  CAPTURE(first, last, gpu->loss_scale());
+  CHECK(gpu->loss_scale() < 4294967296.0);
+  CHECK(gpu->loss_scale() >= 1.0);
+  CHECK(last < first);
+}
+
 TEST_CASE("one GPU standing in for a data-parallel rank: the cross-entropy gradient's 1/dp scale == CPU",
           "[gpu][exec][cuda][step]") {
   step_against_cpu("quickstart", kOneGpuGpt, 2);
