@@ -23,8 +23,13 @@ template <class Context>
 class KernelTable {
  public:
   using Fn = void (*)(const OpCall&, Context&);
+  using Family = void (*)(KernelTable&);  // adds one family's kinds
 
   explicit KernelTable(std::string_view backend) : backend_(backend) {}
+  // The table of `backend` filled by `families`, in order.
+  KernelTable(std::string_view backend, std::initializer_list<Family> families) : backend_(backend) {
+    for (Family f : families) f(*this);
+  }
 
   // Registers `fn` for every kind in `kinds`, or for none of them when one is taken already.
   KernelTable& add(std::initializer_list<OpKind> kinds, Fn fn) {

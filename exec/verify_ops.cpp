@@ -45,14 +45,15 @@ void sample(int64_t n, const std::function<void(int64_t)>& f) {
 }
 
 const RefTable& ref_table() {
-  static const RefTable table = [] {
-    RefTable t("--verify reference");
-    add_matmul_refs(t);
-    add_kernel_refs(t);
-    add_token_refs(t);
-    return t;
-  }();
+  static const RefTable table("--verify reference", {add_matmul_refs, add_kernel_refs, add_token_refs});
   return table;
+}
+
+bool has_reference(const Op& op) {
+  if (!ref_table().has(op.kind)) return false;
+  if (op.kind == OpKind::cast) return std::string_view(op.name) == "grad_accumulate";  // other casts convert
+  if (const auto* a = op.attention()) return a->cp_size == 1;                           // ring attention: no reference
+  return true;
 }
 
 }  // namespace verify_detail
@@ -78,10 +79,7 @@ OpChecker::OpChecker(const RankPlan& plan, Backend& backend, int64_t every) : pl
     std::string key(enum_to_string(op.kind));
     if (const auto* gm = op.gemm()) key += "." + std::string(to_string(gm->role));
     key += std::string(".") + op.name;
-    // A kind with a reference; among casts only grad_accumulate has one (the others convert).
-    bool has_ref = ref_table().has(op.kind) && (op.kind != OpKind::cast || std::string_view(op.name) == "grad_accumulate");
-    if (const auto* a = op.attention()) has_ref &= a->cp_size == 1;
-    if (!has_ref) continue;
+    if (!has_reference(op)) continue;
     if (seen[key]++ == 0 || ++counter % every == 0) sampled_[op.id] = 1;
   }
 }

@@ -21,9 +21,8 @@ double gelu_grad(double u) {
 double sigmoid(double a) { return 1 / (1 + std::exp(-a)); }
 
 // layernorm / rmsnorm: y, and the [rows, 2] statistics (mean, rstd) or (-, rrms).
-void norm_fwd_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const auto& R = rc.R;
+void norm_fwd_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const bool ln = op.kind == OpKind::layernorm_fwd;
@@ -47,11 +46,8 @@ void norm_fwd_ref(const OpCall& call, RefCase& rc) {
 }
 
 // Their backward: dx (added into the residual gradient when aux = 1), dgamma, dbeta accumulated.
-void norm_bwd_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
-  const auto& W = rc.W;
+void norm_bwd_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const bool ln = op.kind == OpKind::layernorm_bwd;
@@ -84,9 +80,8 @@ void norm_bwd_ref(const OpCall& call, RefCase& rc) {
 }
 
 // gelu (tanh approximation) and swiglu, forward and backward.
-void activation_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const auto& R = rc.R;
+void activation_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t f = k.cols;
@@ -112,9 +107,8 @@ void activation_ref(const OpCall& call, RefCase& rc) {
 }
 
 // The scaled causal softmax of unfused attention and its backward.
-void softmax_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const auto& R = rc.R;
+void softmax_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t S = k.cols;
@@ -139,11 +133,8 @@ void softmax_ref(const OpCall& call, RefCase& rc) {
 
 // Dropout and the fused bias + dropout + residual add with the mask the op drew (an output
 // forward, an input backward), and the mask's kept fraction against 1 - p.
-void dropout_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
-  const auto& W = rc.W;
+void dropout_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t n = k.rows * k.cols;

@@ -12,11 +12,8 @@ namespace {
 
 // GEMMs of every role: the linear layers (bias, bias gradient, accumulation) and the unfused
 // attention's products over the fused QKV layout (GQA: query head h reads group h / (a / g)).
-void gemm_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const Geo& G = rc.G;
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
+void gemm_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const GemmAttrs& g = *op.gemm();
   switch (g.role) {
@@ -109,11 +106,8 @@ void gemm_ref(const OpCall& call, RefCase& rc) {
 
 // Fused attention over this rank's own block (cp_size 1): exact causal probabilities, the
 // output and its log-sum-exp; backward dQ, dK, dV into d_qkv's columns.
-void attention_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const Geo& G = rc.G;
-  const auto& R = rc.R;
-  const auto& W = rc.W;
+void attention_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const AttentionAttrs& a = *op.attention();
   const double scale = 1.0 / std::sqrt(static_cast<double>(G.d));

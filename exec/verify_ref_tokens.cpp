@@ -13,10 +13,8 @@ namespace paralab::exec::verify_detail {
 namespace {
 
 // RoPE on the query heads and key groups of every qkv row at its global position (values pass).
-void rope_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const Geo& G = rc.G;
-  const auto& R = rc.R;
+void rope_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t heads = G.al + G.gl, half = G.d / 2;
@@ -40,12 +38,8 @@ void rope_ref(const OpCall& call, RefCase& rc) {
 
 // The vocab-parallel embedding with this rank's share of the learned positions, and its
 // backward: scatter-adds into the table's and the positions' gradients.
-void embedding_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const Geo& G = rc.G;
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
-  const auto& W = rc.W;
+void embedding_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t h = k.cols;
@@ -80,10 +74,8 @@ void embedding_ref(const OpCall& call, RefCase& rc) {
 }
 
 // The vocab-parallel cross-entropy stages: local max, exp-sum and target logit, loss, gradient.
-void xent_ref(const OpCall& call, RefCase& rc) {
-  const Op& op = call.op;
-  const Geo& G = rc.G;
-  const auto& R = rc.R;
+void xent_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const KernelAttrs& k = *op.kernel();
   const int64_t T = k.rows, V = k.cols;
@@ -122,17 +114,14 @@ void xent_ref(const OpCall& call, RefCase& rc) {
 
 // grad_accumulate: the gradient view += the fresh gradient (other casts have no reference).
 void grad_accumulate_ref(const OpCall&, RefCase& rc) {
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
-  const auto& W = rc.W;
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   for (size_t e = 0; e < W[0].size(); ++e) check(0, static_cast<int64_t>(e), W0[0][e] + R[0][e]);
 }
 
 // This rank's partial sum of squares, accumulated.
 void grad_norm_ref(const OpCall&, RefCase& rc) {
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   double sum = W0[0][0];
   for (double x : R[0]) sum += x * x;
@@ -141,8 +130,7 @@ void grad_norm_ref(const OpCall&, RefCase& rc) {
 
 // Adam(W) or SGD on fp32 and mixed precision with clipping (fp16 steps: finiteness only).
 void optimizer_ref(const OpCall& call, RefCase& rc) {
-  const auto& R = rc.R;
-  const auto& W0 = rc.W0;
+  const auto& [op, G, R, W0, W] = rc.view();
   auto check = [&rc](size_t w, int64_t i, double want) { rc.check(w, i, want); };
   const TrainingConfig& t = rc.plan.ir->scenario.training;
   const bool mixed = is_mixed(t.precision), adam = t.optimizer == Optimizer::adam;

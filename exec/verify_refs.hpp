@@ -64,7 +64,15 @@ struct RefCase {
   std::vector<RefFinding>& findings;
   double loss_scale = 1;                       // the loss scale in use (fp16: the backend's dynamic one)
 
-  [[nodiscard]] const Op& op() const { return call.op; }
+  // What every reference reads, for a structured binding: `const auto& [op, G, R, W0, W] = rc.view();`.
+  struct View {
+    const Op& op;
+    const Geo& G;
+    const std::vector<std::vector<double>>& R;
+    const std::vector<std::vector<double>>& W0;
+    const std::vector<std::vector<double>>& W;
+  };
+  [[nodiscard]] View view() const { return {call.op, G, R, W0, W}; }
   // Output w's element i should be `want`.
   void check(size_t w, int64_t i, double want) { cmp[w].add(i, W[w][static_cast<size_t>(i)], want); }
 };
@@ -78,5 +86,8 @@ void add_kernel_refs(RefTable& t);
 void add_token_refs(RefTable& t);
 // The table, built once from the families above (verify_ops.cpp).
 const RefTable& ref_table();
+// Whether OpChecker can check `op`: its kind has a reference, and it is not a plain cast (only
+// grad_accumulate among casts) nor context-parallel ring attention.
+bool has_reference(const Op& op);
 
 }  // namespace paralab::exec::verify_detail

@@ -46,14 +46,7 @@ void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate) 
 }
 
 const CpuKernelTable& kernel_table() {
-  static const CpuKernelTable table = [] {
-    CpuKernelTable t("CPU");
-    add_norm_ops(t);
-    add_pointwise_ops(t);
-    add_token_ops(t);
-    add_optimizer_ops(t);
-    return t;
-  }();
+  static const CpuKernelTable table("CPU", {add_norm_ops, add_pointwise_ops, add_token_ops, add_optimizer_ops});
   return table;
 }
 

@@ -11,14 +11,7 @@
 namespace paralab::exec::cuda {
 
 const CudaKernelTable& kernel_table() {
-  static const CudaKernelTable table = [] {
-    CudaKernelTable t("CUDA");
-    add_norm_ops(t);
-    add_pointwise_ops(t);
-    add_token_ops(t);
-    add_optimizer_ops(t);
-    return t;
-  }();
+  static const CudaKernelTable table("CUDA", {add_norm_ops, add_pointwise_ops, add_token_ops, add_optimizer_ops});
   return table;
 }
 

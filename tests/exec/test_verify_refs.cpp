@@ -60,15 +60,11 @@ class Gate final : public OpObserver {
 };
 
 // The report categories a step of `ir` must produce with every op sampled: one per kind that has
-// a reference among the graph's ops (casts: grad_accumulate only; attention: without CP).
+// a reference among the graph's ops (verify_detail::has_reference).
 std::set<std::string> expected_categories(const StepIR& ir) {
   std::set<std::string> out;
-  for (const Op& op : ir.graph_for(0).ops) {
-    if (!verify_detail::ref_table().has(op.kind)) continue;
-    if (op.kind == OpKind::cast && std::string_view(op.name) != "grad_accumulate") continue;
-    if (const auto* a = op.attention(); a && a->cp_size != 1) continue;
-    out.insert("ops." + std::string(enum_to_string(op.kind)));
-  }
+  for (const Op& op : ir.graph_for(0).ops)
+    if (verify_detail::has_reference(op)) out.insert("ops." + std::string(enum_to_string(op.kind)));
   return out;
 }
 
