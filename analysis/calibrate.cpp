@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/in_situ.hpp"
+#include "analysis/in_situ_run.hpp"
+#include "analysis/temp_dir.hpp"
 #include "exec/backends.hpp"
 #include "exec/execute.hpp"
 #include "exec/plan.hpp"
@@ -60,24 +62,6 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-// A temporary directory removed with the object (sweep scenario files).
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "paralab-calibrate-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("calibrate: cannot create a temporary directory");
-    dir_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  [[nodiscard]] const std::filesystem::path& path() const { return dir_; }
-
- private:
-  std::filesystem::path dir_;
-};
 
 // One replay job: a rank of a scenario's IR.
 struct Job {
@@ -264,21 +248,21 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   // measured there; the others are replayed (1.).
   std::deque<StepIR> irs;
   std::vector<Job> jobs;
-  std::vector<const StepIR*> in_situ;
+  std::vector<std::pair<size_t, const StepIR*>> in_situ;  // (place in opts.scenarios, IR)
   for (const auto& file : opts.scenarios) {
     const Scenario s = load_scenario(file, opts.sets);
     irs.push_back(build_step_ir(s));
     const StepIR& ir = irs.back();
     res.scenarios.push_back(s.name);
     const bool executed = opts.in_situ && ir.layout.world() == N;
-    if (executed) in_situ.push_back(&ir);
+    if (executed) in_situ.emplace_back(irs.size() - 1, &ir);
     if (!executed || res.compute_cpu_time) jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
   std::filesystem::path base_file = opts.base_topology;
   if (base_file.empty()) base_file = irs.empty() ? resolve_topology("cpu-host", ".", SourceLoc{}, "topology") : irs.front().scenario.topology.file;
   res.base = load_topology(base_file);
 
-  TempDir tmp;
+  TempDir tmp("paralab-calibrate");
   const std::filesystem::path tiny = write_text(tmp.path() / "tiny.toml", scenario_text("tiny", base_file, 1, 1, 1));
   const std::filesystem::path llama = write_text(tmp.path() / "tiny-llama.toml", scenario_text("tiny-llama", base_file, 1, 1, 1));
   if (opts.sweep) {
@@ -417,34 +401,37 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   const double copy = opts.backend == "cpu" ? copy_bandwidth_gbps(world) : 0.0;
   progress(1.0, "memory bandwidth");
 
-  // 5. In-situ: the scenarios of this job's size executed for real, warm-up steps for
-  // kInSituWarmupS (at least one) then a measured one, as validate executes them, repeated
-  // while the measured steps total under kInSituS (at most kInSituMax executions); rank 0
-  // collects the samples (in_situ.hpp). On a shared 2-core host the arrival skew and the
-  // per-call communication time of a small step's few dozen collectives vary by 2x between
-  // executions: ten of them halve that.
-  constexpr double kInSituS = 4.0, kInSituWarmupS = 0.2;
-  constexpr int kInSituMax = 10;
-  for (const StepIR* ir : in_situ) {
-    exec::ExecuteOptions eo;
-    eo.backend = opts.backend;
-    eo.steps = 1;
-    eo.warmup_s = kInSituWarmupS;
-    double measured_s = 0;
-    for (int run = 0; run < kInSituMax; ++run) {
-      const exec::ExecuteOutcome out = exec::execute(*ir, world, eo);
-      int64_t more = 0;
-      if (rank == 0) {
-        collect_in_situ(*ir, out.result, "execution " + ir->scenario.name, res.in_situ);
-        measured_s += out.result.step_time_s;
-        auto& steps = res.in_situ.step_s[ir->scenario.name];
-        steps.digest = scenario_digest(ir->scenario);
-        steps.s.push_back(out.result.step_time_s);
-        more = measured_s < kInSituS && run + 1 < kInSituMax;
+  // 5. In-situ: the scenarios of this job's size executed for real, warm-up steps then a
+  // measured one, as validate executes them, this launch's share of InSituPlan; rank 0 adds the
+  // earlier launches' traces and collects the samples (in_situ.hpp). On a shared 2-core host the
+  // arrival skew and the per-call communication time of a small step's few dozen collectives
+  // vary by 2x between executions, and a launch's pace by up to 20 % between launches.
+  const InSituPlan plan{std::max(1, opts.in_situ_launches)};
+  for (const auto& [index, ir] : in_situ) {
+    std::vector<StepResult> runs;
+    int launches = 1;
+    int64_t unreadable = 0;  // every rank learns it before the executions, which all ranks must join
+    std::string why;
+    if (rank == 0 && !opts.in_situ_from.empty()) {
+      try {
+        InSituTraces earlier = read_in_situ_traces(opts.in_situ_from, index, *ir);
+        runs = std::move(earlier.runs);
+        launches += earlier.launches;
+      } catch (const std::exception& e) {
+        unreadable = 1;
+        why = e.what();
       }
-      world.all_reduce(&more, 1, ReduceOp::max);  // rank 0 decides for everyone
-      progress(more ? 0.4 : 4.0 - 0.4 * run, "execution, " + ir->scenario.name);
-      if (!more) break;
+    }
+    world.all_reduce(&unreadable, 1, ReduceOp::max);
+    if (unreadable) throw std::runtime_error(rank == 0 ? why : "rank 0 could not read the earlier launches' in-situ traces");
+    for (StepResult& r : execute_in_situ(*ir, world, opts.backend, plan, progress)) runs.push_back(std::move(r));
+    if (rank != 0) continue;
+    auto& steps = res.in_situ.step_s[ir->scenario.name];
+    steps.digest = scenario_digest(ir->scenario);
+    steps.launches = launches;
+    for (const StepResult& r : runs) {
+      collect_in_situ(*ir, r, "execution " + ir->scenario.name, res.in_situ);
+      steps.s.push_back(r.step_time_s);
     }
   }
 
@@ -514,6 +501,28 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   res.host.loadavg_end = trim(read_file("/proc/loadavg"));
   res.wall_s = std::chrono::duration<double>(clock_type::now() - t_start).count();
   return res;
+}
+
+int run_in_situ_launch(exec::Transport& world, const CalibrateOptions& opts, const std::filesystem::path& dir) {
+  const InSituPlan plan{std::max(1, opts.in_situ_launches)};
+  const size_t n = opts.scenarios.size();
+  double units = 0;
+  int traced = 0;
+  auto progress = [&](double add, const std::string& what) {
+    units += add;
+    if (world.rank() == 0 && opts.progress) opts.progress(std::min(1.0, units / (4.0 * static_cast<double>(n))), what);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const StepIR ir = build_step_ir(load_scenario(opts.scenarios[i], opts.sets));
+    if (ir.layout.world() != world.size()) {
+      progress(4.0, "");
+      continue;
+    }
+    const std::vector<StepResult> runs = execute_in_situ(ir, world, opts.backend, plan, progress);
+    if (world.rank() == 0) write_in_situ_traces(dir, i, ir, runs);
+    traced += static_cast<int>(runs.size());
+  }
+  return traced;
 }
 
 }  // namespace paralab::calib

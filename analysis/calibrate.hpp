@@ -45,6 +45,10 @@ struct CalibrateOptions {
   bool comm = true;                              // collectives and transfers
   bool quick = false;                            // a smaller sweep and fewer sizes (tests)
   bool in_situ = true;                           // execute the scenarios of the job's size (5.)
+  // The launches 5.'s executions spread over (in_situ_run.hpp), this job included: the others
+  // ran before it and left their traces under `in_situ_from`. One launch draws one pace.
+  int in_situ_launches = 1;
+  std::filesystem::path in_situ_from;            // earlier launches' traces (empty: none)
   // Called on rank 0 with the fraction done and what is being measured.
   std::function<void(double, const std::string&)> progress;
 };
@@ -128,6 +132,12 @@ struct CalibrationResult {
 // samples and the fits; other ranks get an empty result. Throws on bad scenarios (ConfigError)
 // and on backend failures (exec::ExecError).
 CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions& opts);
+
+// One earlier launch of the in-situ executions (5. alone, InSituPlan{opts.in_situ_launches}):
+// collective like run_calibration; rank 0 writes the traces of each scenario of the job's size
+// under `dir` (write_in_situ_traces, the scenario's place in opts.scenarios as its index) for
+// the measuring job's `in_situ_from`. Returns the executions traced.
+int run_in_situ_launch(exec::Transport& world, const CalibrateOptions& opts, const std::filesystem::path& dir);
 
 // Fits the models to pooled samples (rank 0 of run_calibration does this; exposed for tests).
 void fit_all(CalibrationResult& r);

@@ -121,7 +121,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     if (steps.s.empty()) continue;
     const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());
     t.calibration.executions.push_back(
-        {name, steps.digest, static_cast<int64_t>(steps.s.size()), quantile(steps.s, 0.5), *lo, *hi});
+        {name, steps.digest, static_cast<int64_t>(steps.s.size()), steps.launches, quantile(steps.s, 0.5), *lo, *hi});
   }
   return t;
 }
@@ -438,6 +438,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("scenario", fstr(e.scenario));
     kv("digest", fstr(e.digest));
     kv("executions", fint(e.executions));
+    kv("launches", fint(e.launches));
     kv("step_median_s", fnum(e.step_median_s));
     kv("step_min_s", fnum(e.step_min_s));
     kv("step_max_s", fnum(e.step_max_s));

@@ -91,6 +91,7 @@ struct InSituSamples {
   struct Steps {
     std::string digest;
     std::vector<double> s;
+    int launches = 1;  // of the calibration job the executions spread over (in_situ_run.hpp)
   };
   std::map<std::string, Steps> step_s;
 };

@@ -152,6 +152,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     for (const ExecutionPoint& e : sc.topology.calibration.executions)
       if (e.digest == digest) {
         v.host_drift.executions = e.executions;
+        v.host_drift.launches = e.launches;
         v.host_drift.calibrated_step_s = e.step_median_s;
       }
     const StepIR ir = build_step_ir(sc);
@@ -282,6 +283,7 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   j["calibration"] = {{"file", v.calibration.string()}, {"made_now", v.calibration_made}, {"wall_s", v.calibrate_s}};
   if (const auto& h = v.host_drift; h.executions > 0)
     j["calibration"]["executed"] = {{"executions", h.executions},
+                                    {"launches", h.launches},
                                     {"step_median_s", h.calibrated_step_s},
                                     {"measured_step_median_s", h.measured_step_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
@@ -337,10 +339,12 @@ std::string validate_table(const ValidateOutcome& v) {
   }
   if (const auto& h = v.host_drift; h.executions > 0) {
     std::snprintf(buf, sizeof buf,
-                  "host        the calibration executed this scenario at %.4g s per step (median of %lld); these runs\n"
-                  "            %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the prediction\n"
-                  "            is %+.1f%% from the calibration's executions (in-sample: the model without that drift)\n\n",
-                  h.calibrated_step_s, (long long)h.executions, h.measured_step_s, h.pct_of(h.measured_step_s),
+                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s);\n"
+                  "            these runs %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the\n"
+                  "            prediction is %+.1f%% from the calibration's executions (in-sample: the model without\n"
+                  "            that drift)\n\n",
+                  h.calibrated_step_s, (long long)h.executions, (long long)h.launches, h.launches == 1 ? "" : "es",
+                  h.measured_step_s, h.pct_of(h.measured_step_s),
                   h.pct_of(v.predicted.result.step_time_s));
     out += buf;
   }

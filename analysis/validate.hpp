@@ -89,6 +89,7 @@ struct ValidateOutcome {
   // the model's. executions 0: the calibration did not execute this scenario.
   struct HostDrift {
     int64_t executions = 0;
+    int64_t launches = 1;          // of the calibration job they spread over
     double calibrated_step_s = 0;  // the calibration's executions' median step
     double measured_step_s = 0;    // these runs' median step
     // (step - calibrated) / calibrated, %: of the measured step, the machine's drift; of the

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/calibrate.hpp"
+#include "analysis/in_situ_run.hpp"
 #include "analysis/launch.hpp"
+#include "analysis/temp_dir.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "exec/error.hpp"
@@ -44,6 +47,9 @@ const std::vector<OptionSpec> kOptions = {
     {"--no-sweep", false, "only the scenarios' own ops (no shape sweep)"},
     {"--no-comm", false, "skip the collective and transfer measurements"},
     {"--no-in-situ", false, "do not execute the scenarios of the job's size (replay their compute ops instead)"},
+    {"--in-situ-launches", true, "launches of the job those executions spread over (default 4: each launch draws its own pace)"},
+    {"--in-situ-only", true, "(internal) one earlier launch: only execute those scenarios, their traces to DIR"},
+    {"--in-situ-from", true, "(internal) add the executions earlier launches traced under DIR"},
     {"--progress-lines", false, "(internal) print progress as lines for a parent process"},
     {"--help", false, "this help"},
 };
@@ -108,6 +114,8 @@ int run_calibrate(int argc, char** argv) {
   calib::CalibrateOptions opts;
   std::string out;
   int64_t ranks = 0;
+  std::vector<int64_t> worlds;  // per scenario
+  std::string in_situ_only;     // this job is an earlier launch of the in-situ executions
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -136,10 +144,18 @@ int run_calibrate(int argc, char** argv) {
     opts.sweep = !a.flag("--no-sweep");
     opts.comm = !a.flag("--no-comm");
     opts.in_situ = !a.flag("--no-in-situ");
+    opts.in_situ_launches = calib::InSituPlan::kDefaultLaunches;
+    if (auto l = a.value("--in-situ-launches")) opts.in_situ_launches = static_cast<int>(parse_count("--in-situ-launches", *l, 1, 20));
+    if (auto d = a.value("--in-situ-only")) in_situ_only = *d;
+    if (auto d = a.value("--in-situ-from")) opts.in_situ_from = *d;
+    // Under a launcher someone else started: this job is the only launch (unless the parent
+    // below started it after the earlier ones).
+    if (under_launcher && in_situ_only.empty() && opts.in_situ_from.empty()) opts.in_situ_launches = 1;
     // Input errors before any rank starts: every scenario must load.
     for (const auto& f : opts.scenarios) {
       const Scenario s = load_scenario(f, opts.sets);
       ranks = std::max<int64_t>(ranks, s.world_size());
+      worlds.push_back(s.world_size());
     }
     if (auto r = a.value("--ranks")) ranks = parse_count("--ranks", *r, 1, 1024);
     else if (opts.scenarios.empty()) ranks = 2;  // scenarios: as many ranks busy as their run has
@@ -157,37 +173,71 @@ int run_calibrate(int argc, char** argv) {
     return 2;
   }
 
-  // Not launched by mpirun and more than one rank wanted: start the job and draw its progress.
-  if (!under_launcher && ranks > 1) {
+  // Not launched by mpirun: this process starts the launches and draws their progress. The
+  // in-situ executions spread over several launches of the job (analysis/in_situ_run.hpp): the
+  // earlier ones first, each leaving its traces for the measuring job, which comes last.
+  const bool parent = !under_launcher && in_situ_only.empty();
+  const bool spread = parent && opts.in_situ && opts.in_situ_launches > 1 && opts.in_situ_from.empty() &&
+                      std::count(worlds.begin(), worlds.end(), ranks) > 0;
+  if (!spread && in_situ_only.empty() && opts.in_situ_from.empty()) opts.in_situ_launches = 1;
+  const bool forward = a.flag("--progress-lines");  // a parent (validate) draws the bar
+  calib::ProgressBar bar("calibrate");
+  auto show = [&](double f, const std::string& what) {
+    if (forward && parent) {
+      std::fprintf(stderr, "%s\n", calib::progress_line(f, what).c_str());
+      std::fflush(stderr);
+    } else {
+      bar.update(f, what);
+    }
+  };
+  // The bar's share of the earlier launches (the measuring job's sweep takes most of the time).
+  const double pre = spread ? 0.06 * (opts.in_situ_launches - 1) : 0.0;
+  std::optional<calib::TempDir> traces;
+  std::vector<std::string> extra_args;  // for the measuring job
+  if (parent && (ranks > 1 || spread)) {
     calib::Launcher l;
     try {
       l = calib::make_launcher(static_cast<int>(ranks));
+      if (spread) traces.emplace("paralab-in-situ");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paralab calibrate: error: %s\n", e.what());
       return 1;
     }
-    const bool forward = a.flag("--progress-lines");
-    std::vector<std::string> cmd = l.prefix;
-    cmd.push_back(calib::self_executable().string());
-    for (int i = 0; i < argc; ++i) cmd.push_back(argv[i]);
-    if (!forward) cmd.push_back("--progress-lines");
-    calib::ProgressBar bar("calibrate");
-    const calib::ProcessResult r = calib::run_process(cmd, l.env, [&](const std::string& line) {
-      double f = 0;
-      std::string what;
-      if (calib::parse_progress_line(line, f, what)) {
-        if (forward) std::fprintf(stderr, "%s\n", calib::progress_line(f, what).c_str());  // a parent draws it
-        else bar.update(f, what);
-        return;
+    // One job of `ranks` ranks (one rank: a plain child process), its progress drawn in [lo, hi].
+    auto launch = [&](const std::vector<std::string>& more, double lo, double hi, bool keep_stdout) {
+      std::vector<std::string> cmd = l.prefix;
+      cmd.push_back(calib::self_executable().string());
+      for (int i = 0; i < argc; ++i) cmd.push_back(argv[i]);
+      cmd.insert(cmd.end(), more.begin(), more.end());
+      if (!forward) cmd.push_back("--progress-lines");
+      const calib::ProcessResult r = calib::run_process(cmd, l.env, [&](const std::string& line) {
+        double f = 0;
+        std::string what;
+        if (calib::parse_progress_line(line, f, what)) return show(lo + (hi - lo) * f, what);
+        if (bar.active()) std::fprintf(stderr, "\r\033[K");
+        std::fprintf(stderr, "%s\n", line.c_str());
+      });
+      if (keep_stdout) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+      if (r.exit_code != 0) {
+        bar.done();
+        std::fprintf(stderr, "paralab calibrate: the measuring job (%s ...) failed with exit code %d\n", l.description.c_str(),
+                     r.exit_code);
       }
-      if (bar.active()) std::fprintf(stderr, "\r\033[K");
-      std::fprintf(stderr, "%s\n", line.c_str());
-    });
-    bar.done();
-    std::fwrite(r.out.data(), 1, r.out.size(), stdout);
-    if (r.exit_code != 0)
-      std::fprintf(stderr, "paralab calibrate: the measuring job (%s ...) failed with exit code %d\n", l.description.c_str(), r.exit_code);
-    return r.exit_code == 0 ? 0 : 1;
+      return r.exit_code;
+    };
+    const int earlier = spread ? opts.in_situ_launches - 1 : 0;
+    for (int k = 0; k < earlier; ++k) {
+      const std::string dir = (traces->path() / ("launch-" + std::to_string(k + 1))).string();
+      const double lo = pre * k / earlier, hi = pre * (k + 1) / earlier;
+      if (launch({"--in-situ-only", dir}, lo, hi, false) != 0) return 1;
+    }
+    if (spread) extra_args = {"--in-situ-from", traces->path().string()};
+    if (ranks > 1) {
+      const int code = launch(extra_args, pre, 1.0, true);
+      bar.done();
+      return code == 0 ? 0 : 1;
+    }
+    opts.in_situ_from = traces->path();  // one rank: the measuring job is this process
   }
 
   std::unique_ptr<exec::Transport> world;
@@ -202,18 +252,23 @@ int run_calibrate(int argc, char** argv) {
     return 1;
   }
   const int rank = world->rank();
-  calib::ProgressBar bar("calibrate");
   if (rank == 0) {
-    if (a.flag("--progress-lines"))
+    if (forward && !parent)  // a rank of a job this command's parent started: progress as lines
       opts.progress = [](double f, const std::string& what) {
         std::fprintf(stderr, "%s\n", calib::progress_line(f, what).c_str());
         std::fflush(stderr);
       };
     else
-      opts.progress = [&bar](double f, const std::string& what) { bar.update(f, what); };
+      opts.progress = [&](double f, const std::string& what) { show(pre + (1.0 - pre) * f, what); };
   }
   calib::CalibrationResult res;
   try {
+    if (!in_situ_only.empty()) {  // an earlier launch: its traces are its output
+      (void)calib::run_in_situ_launch(*world, opts, in_situ_only);
+      bar.done();
+      world->finalize();
+      return 0;
+    }
     res = calib::run_calibration(*world, opts);
   } catch (const std::exception& e) {
     bar.done();

@@ -186,6 +186,7 @@ struct ExecutionPoint {
   std::string scenario;  // the scenario's name
   std::string digest;    // its scenario_digest (model, training, layout keys)
   int64_t executions = 0;
+  int64_t launches = 1;  // of the calibration job the executions spread over
   double step_median_s = 0, step_min_s = 0, step_max_s = 0;
 };
 struct Calibration {

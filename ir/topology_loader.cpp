@@ -160,13 +160,14 @@ KernelPoint read_kernel_point(const RawTable& e, const std::string& file) {
 
 ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) {
   ExecutionPoint p;
-  constexpr const char* kAllowed = "scenario, digest, executions, step_median_s, step_min_s, step_max_s";
+  constexpr const char* kAllowed = "scenario, digest, executions, launches, step_median_s, step_min_s, step_max_s";
   bool have_median = false;
   for (const auto& [k, v] : e) {
     const std::string key = "calibration.execution." + k;
     if (k == "scenario") p.scenario = read_string(v, key);
     else if (k == "digest") p.digest = read_string(v, key);
     else if (k == "executions") p.executions = read_int(v, key, 1, int64_t{1} << 40);
+    else if (k == "launches") p.launches = read_int(v, key, 1, int64_t{1} << 40);
     else if (k == "step_median_s") { p.step_median_s = read_double(v, key, 0, 1e9, true); have_median = true; }
     else if (k == "step_min_s") p.step_min_s = read_double(v, key, 0, 1e9, true);
     else if (k == "step_max_s") p.step_max_s = read_double(v, key, 0, 1e9, true);
@@ -175,6 +176,9 @@ ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) 
   const SourceLoc at{file, e.empty() ? 0 : e.begin()->second.loc.line, 0};
   if (p.scenario.empty() || p.digest.empty() || p.executions == 0 || !have_median)
     throw ConfigError(at, "calibration.execution", "", "an entry lacks scenario, digest, executions or step_median_s", kAllowed);
+  if (p.launches > p.executions)
+    throw ConfigError(at, "calibration.execution.launches", std::to_string(p.launches), "more launches than executions",
+                      "1 to executions (" + std::to_string(p.executions) + ")");
   if (p.step_min_s == 0) p.step_min_s = p.step_median_s;
   if (p.step_max_s == 0) p.step_max_s = p.step_median_s;
   if (!(p.step_min_s <= p.step_median_s && p.step_median_s <= p.step_max_s))

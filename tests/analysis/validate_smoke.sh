@@ -42,6 +42,8 @@ assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
 # steps (the machine's drift since calibrating) and the prediction against them (the model's).
 x = v["calibration"]["executed"]
 assert x["executions"] >= 1 and x["step_median_s"] > 0, x
+# Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each.
+assert x["launches"] == 4 and x["executions"] >= 4, x
 assert abs(x["measured_step_median_s"] - sorted(v["execute"]["runs_step_time_s"])[(runs - 1) // 2]) < 1e-12, x
 assert abs(x["host_drift_pct"] - 100 * (x["measured_step_median_s"] / x["step_median_s"] - 1)) < 1e-6, x
 assert abs(x["predicted_error_pct"] - 100 * (v["predicted"]["step_time_s"] / x["step_median_s"] - 1)) < 1e-6, x
@@ -62,7 +64,7 @@ fi
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
-grep -q "^host        the calibration executed this scenario at .* (median of [0-9]*); these runs" "$work/out2.txt" || {
+grep -q "^host        the calibration executed this scenario at .* (median of [0-9]* in 4 launches);" "$work/out2.txt" || {
   echo "no host drift line"; cat "$work/out2.txt"; exit 1; }
 grep -q "^compute     busy per rank .* predicted; measured .* (median of 8 ranks x runs" "$work/out2.txt" || {
   echo "no compute line for 2 ranks x 4 runs"; cat "$work/out2.txt"; exit 1; }

@@ -192,7 +192,19 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
   CHECK(e.step_median_s == 0.016);
   CHECK(e.step_min_s == 0.015);
   CHECK(e.step_max_s == 0.019);
+  CHECK(e.launches == 1);  // not given: the calibration job's own launch
   CHECK(t.calibration.empty());  // no compute points: the compute model keeps its formulas
+  const paralab::Topology spread = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
+                                               "executions = 12\nlaunches = 4\nstep_median_s = 0.01\n");
+  CHECK(spread.calibration.executions.at(0).launches == 4);
+  try {
+    load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nlaunches = 4\nstep_median_s = 0.01\n");
+    FAIL("more launches than executions was accepted");
+  } catch (const ConfigError& err) {
+    CHECK(err.key() == "calibration.execution.launches");
+    CHECK(err.problem().find("more launches than executions") != std::string::npos);
+    CHECK(err.allowed().find("1 to executions (3)") != std::string::npos);
+  }
 
   const auto refused = [&](const std::string& entry, const std::string& key, int line, const std::string& problem) {
     try {

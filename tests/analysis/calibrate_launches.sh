@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# paralab tests — `paralab calibrate` spreads its in-situ executions over launches
+# (analysis/in_situ_run.hpp): one rank in plain child processes, 2 ranks under mpirun started by
+# calibrate itself; a job someone else launched is the only launch; bad counts are refused.
+#   calibrate_launches.sh PARALAB SCENARIO_DIR WORKDIR -- MPIRUN...
+set -euo pipefail
+paralab=$1 scenarios=$2 work=$3
+shift 3
+[ "$1" = "--" ] && shift
+mpirun=("$@")
+rm -rf "$work"
+mkdir -p "$work"
+small=(--no-sweep --no-comm --reps 1 --set model.num_layers=1 --set training.global_batch_size=2)
+entry() {  # entry FILE KEY -> the [[calibration.execution]] value of KEY
+  sed -n "/^\[\[calibration.execution\]\]/,/^$/s/^$2 = //p" "$1"
+}
+
+# One rank, 3 launches: the earlier two are child processes of this one.
+"$paralab" calibrate --backend cpu --out "$work/one.toml" "$scenarios/cpu-1rank-fp16.toml" "${small[@]}" \
+  --in-situ-launches 3 >"$work/one.out" 2>"$work/one.err" || { echo "1-rank calibrate failed"; cat "$work/one.err"; exit 1; }
+[ "$(entry "$work/one.toml" launches)" = 3 ] || { echo "1 rank: expected 3 launches"; cat "$work/one.toml" | grep -A7 'calibration.execution'; exit 1; }
+[ "$(entry "$work/one.toml" executions)" -ge 3 ] || { echo "1 rank: fewer executions than launches"; exit 1; }
+
+# Two ranks, the default: calibrate starts 4 jobs under mpirun, and removes the traces after.
+tmp=${TMPDIR:-/tmp}
+before=$(ls -d "$tmp"/paralab-in-situ-* 2>/dev/null | sort || true)
+"$paralab" calibrate --backend cpu --out "$work/two.toml" "$scenarios/cpu-tp2.toml" "${small[@]}" \
+  >"$work/two.out" 2>"$work/two.err" || { echo "2-rank calibrate failed"; cat "$work/two.err"; exit 1; }
+[ "$(entry "$work/two.toml" launches)" = 4 ] || { echo "2 ranks: expected 4 launches"; grep -A7 'calibration.execution' "$work/two.toml"; exit 1; }
+after=$(ls -d "$tmp"/paralab-in-situ-* 2>/dev/null | sort || true)
+[ "$before" = "$after" ] || { echo "left a directory of in-situ traces behind:"; comm -13 <(echo "$before") <(echo "$after"); exit 1; }
+
+# Launched by someone else: this job is the only launch.
+"${mpirun[@]}" -np 2 "$paralab" calibrate --backend cpu --out "$work/own.toml" "$scenarios/cpu-tp2.toml" "${small[@]}" \
+  >"$work/own.out" 2>"$work/own.err" || { echo "calibrate under mpirun failed"; cat "$work/own.err"; exit 1; }
+[ "$(entry "$work/own.toml" launches)" = 1 ] || { echo "under mpirun: expected 1 launch"; exit 1; }
+
+# Bad counts.
+for bad in 0 21 x; do
+  if "$paralab" calibrate --backend cpu --out "$work/bad.toml" "$scenarios/cpu-tp2.toml" --in-situ-launches "$bad" 2>"$work/bad.err"; then
+    echo "--in-situ-launches $bad was accepted"; exit 1
+  fi
+  grep -q -- "--in-situ-launches needs a whole number in \[1, 20\], got '$bad'" "$work/bad.err" || { echo "unclear error for $bad:"; cat "$work/bad.err"; exit 1; }
+done
+echo "calibrate launches: ok"
