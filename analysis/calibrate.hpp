@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "analysis/fit.hpp"
+#include "analysis/host_info.hpp"
 #include "analysis/in_situ.hpp"
 #include "analysis/measure.hpp"
 #include "exec/comm.hpp"
@@ -53,15 +54,6 @@ struct CalibrateOptions {
   std::function<void(double, const std::string&)> progress;
 };
 
-struct HostInfo {
-  std::string hostname, cpu_model, cpu_flags_summary;  // "avx2 fma", "avx512f fma"
-  int cores = 0;               // CPUs the job's ranks on this host share (Transport::node_cores)
-  double cpu_mhz = 0;          // /proc/cpuinfo (nominal on VMs)
-  double theoretical_fp32_tflops_per_core = 0;
-  double l2_mib = 0, mem_total_gib = 0;
-  std::string loadavg_start, loadavg_end;  // /proc/loadavg
-};
-HostInfo host_info(int cores);
 
 struct CalibrationResult {
   std::string backend;
@@ -148,7 +140,5 @@ Topology calibrated_topology(const CalibrationResult& r);
 // The same as a topology file, every value commented with how and when it was measured.
 std::string topology_toml(const CalibrationResult& r);
 
-// "0.1.0+<hash of this executable>": what calibration caches are keyed by.
-std::string paralab_version();
 
 }  // namespace paralab::calib
