@@ -18,6 +18,7 @@
 // transfers could deadlock across ranks. Main-thread work (resident buffers, fills, uploads,
 // verification) runs on a host stream and is synchronized before returning.
 #include "exec/cuda/cuda_backend.hpp"
+#include "exec/cuda/cuda_backend_impl.hpp"
 
 #include <algorithm>
 #include <array>
@@ -73,10 +74,6 @@ bool cuda_available(std::string* why, int* device_count) {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLASLt workspace (NVIDIA's Hopper recommendation)
-constexpr size_t kScalarBytes = 256;
-
 std::string gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
@@ -91,104 +88,8 @@ int local_rank_from_env() {
 
 bool is_comm_stream(Stream s) { return s != Stream::compute; }
 
-class CudaBackend;
-thread_local CudaBackend* tls_owner = nullptr;
-thread_local int tls_stream = -1;
+}  // namespace
 
-class CudaBackend final : public Backend {
- public:
-  explicit CudaBackend(const StepIR& ir) : ir_(ir) {}
-  ~CudaBackend() override;
-
-  [[nodiscard]] std::string_view name() const override { return "cuda"; }
-  [[nodiscard]] bool synchronous() const override { return false; }
-
-  void setup(const RankPlan& plan, Transport& world) override;
-  std::vector<GroupComm*> comms() override {
-    std::vector<GroupComm*> out;
-    for (auto& c : blocking_) out.push_back(c.get());
-    return out;
-  }
-
-  void* allocate(int64_t bytes) override;
-  void deallocate(void* p, int64_t bytes) override;
-  void fill(void* p, const Buffer& b, const BufferPlan& how) override;
-  void to_host(void* host, const void* p, int64_t bytes) override;
-  [[nodiscard]] double loss_scale() override {
-    kernels::LossScaleState st;  // the scale is the state's first member, as the optimizer reads it
-    to_host(&st, scaler_, sizeof st);
-    return st.scale;
-  }
-  void from_host(void* p, const void* host, int64_t bytes) override;
-
-  void attach_stream(Stream s) override {
-    tls_owner = this;
-    tls_stream = static_cast<int>(s);
-    PARALAB_CU(cudaSetDevice(device_));
-  }
-  void set_watchdog(double seconds) override { watchdog_s_ = seconds; }
-  void wait_for(Stream stream, OpId dep) override;
-  void run(Stream stream, const OpCall& call) override;
-
-  void begin_timing() override;
-  void op_begin(Stream stream, OpId op) override {
-    PARALAB_CU(cudaEventRecord(begin_ev_[op], streams_[static_cast<size_t>(stream)].stream));
-  }
-  void op_end(Stream stream, OpId op) override {
-    PARALAB_CU(cudaEventRecord(end_ev_[op], streams_[static_cast<size_t>(stream)].stream));
-    ran_[op] = 1;
-    ++cursor_[static_cast<size_t>(stream)];
-  }
-  [[nodiscard]] double now_us() const override {
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_host_).count();
-  }
-  void timings(int64_t rank, std::vector<OpTiming>& out) override;
-  void synchronize() override;
-  void collect_loss(double& sum, int64_t& tokens) override;
-  [[nodiscard]] std::map<std::string, double> device_stats() const override;
-
- private:
-  // The stream of the calling thread: a worker's IR stream, else the host stream.
-  [[nodiscard]] cudaStream_t current_stream(bool* host) const {
-    if (tls_owner == this && tls_stream >= 0) {
-      *host = false;
-      return streams_[static_cast<size_t>(tls_stream)].stream;
-    }
-    *host = true;
-    PARALAB_CU(cudaSetDevice(device_));
-    return host_stream_;
-  }
-  [[nodiscard]] std::string describe_pending() const;
-
-  const StepIR& ir_;
-  const RankPlan* plan_ = nullptr;
-  int64_t rank_ = 0;
-  int device_ = 0;
-  cudaDeviceProp prop_{};
-  bool fp8_ = false;
-  double watchdog_s_ = 60;
-  std::array<StreamRes, kStreams> streams_{};
-  cudaStream_t host_stream_ = nullptr;
-  void* scaler_ = nullptr;
-  double* loss_acc_ = nullptr;
-  std::atomic<int64_t> loss_tokens_{0};
-  std::atomic<int64_t> fp8_fallbacks_{0};
-  std::vector<CommSpec> specs_;
-  std::vector<std::unique_ptr<Comm>> comms_;  // index = specs_
-  std::vector<std::unique_ptr<GroupComm>> blocking_;  // index = RankPlan::comms slot
-  std::vector<OpComm> op_comms_;
-  std::vector<GemmPlan> gemm_plans_;
-  WaitPlan waits_;
-  std::vector<cudaEvent_t> begin_ev_, end_ev_;
-  cudaEvent_t origin_ev_ = nullptr;
-  std::vector<uint8_t> ran_;
-  std::array<size_t, kStreams> cursor_{};
-  std::chrono::steady_clock::time_point origin_host_ = std::chrono::steady_clock::now();
-  MemoryBreakdown planned_;
-  std::atomic<int64_t> live_bytes_{0};
-  double used_after_step_ = 0;
-  cudaMemPool_t pool_ = nullptr;
-};
 
 void CudaBackend::setup(const RankPlan& plan, Transport& world) {
   plan_ = &plan;
@@ -430,128 +331,6 @@ void CudaBackend::run(Stream stream, const OpCall& call) {
   }
 }
 
-void CudaBackend::begin_timing() {
-  PARALAB_CU(cudaSetDevice(device_));
-  cursor_.fill(0);
-  std::fill(ran_.begin(), ran_.end(), 0);
-  loss_tokens_ = 0;
-  PARALAB_CU(cudaMemsetAsync(loss_acc_, 0, sizeof(double), host_stream_));
-  uint64_t zero = 0;
-  PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
-  PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &zero));
-  // Every stream is idle: an event recorded now on the host stream is the step's GPU origin.
-  PARALAB_CU(cudaEventRecord(origin_ev_, host_stream_));
-  PARALAB_CU(cudaEventSynchronize(origin_ev_));
-  origin_host_ = std::chrono::steady_clock::now();
-}
-
-void CudaBackend::timings(int64_t rank, std::vector<OpTiming>& out) {
-  for (OpId i = 0; i < ran_.size(); ++i) {
-    if (!ran_[i]) continue;
-    float b = 0, e = 0;
-    PARALAB_CU(cudaEventElapsedTime(&b, origin_ev_, begin_ev_[i]));
-    PARALAB_CU(cudaEventElapsedTime(&e, origin_ev_, end_ev_[i]));
-    out.push_back({rank, i, 1e3 * static_cast<double>(b), 1e3 * static_cast<double>(e)});
-  }
-}
-
-std::string CudaBackend::describe_pending() const {
-  const StepGraph& g = *plan_->graph;
-  std::string out;
-  for (int si = 0; si < kStreams; ++si) {
-    if (!streams_[static_cast<size_t>(si)].stream) continue;
-    const auto& order = g.streams[static_cast<size_t>(si)];
-    std::string where = "finished";
-    for (OpId id : order) {
-      if (!ran_[id]) break;
-      if (cudaEventQuery(end_ev_[id]) == cudaErrorNotReady) {
-        const Op& op = g.op(id);
-        where = "at op " + op_label(op);
-        if (const auto* c = op.collective())
-          where += " (" + std::string(to_string(c->kind)) + " of " + std::to_string(c->bytes) + " B over the " +
-                   std::string(to_string(c->group)) + " group)";
-        else if (const auto* p = op.p2p())
-          where += " (" + std::string(to_string(op.kind)) + " of " + std::to_string(p->bytes) + " B, " +
-                   std::string(to_string(p->group)) + " group, tag " + std::to_string(p->tag) + ")";
-        break;
-      }
-    }
-    (void)cudaGetLastError();
-    out += std::string(out.empty() ? "" : "; ") + std::string(to_string(static_cast<Stream>(si))) + " " + where;
-  }
-  return out;
-}
-
-void CudaBackend::synchronize() {
-  PARALAB_CU(cudaSetDevice(device_));
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t sleep_us = 0;
-  for (;;) {
-    bool busy = false;
-    for (const StreamRes& r : streams_) {
-      if (!r.stream) continue;
-      const cudaError_t q = cudaStreamQuery(r.stream);
-      if (q == cudaErrorNotReady) busy = true;
-      else if (q != cudaSuccess) throw ExecError(rank_, std::string("a CUDA error surfaced while the step ran: ") +
-                                                            cudaGetErrorName(q) + ": " + cudaGetErrorString(q) +
-                                                            " (streams: " + describe_pending() + ")");
-    }
-    if (!busy) break;
-    for (const auto& c : comms_)
-      if (c) {
-        try {
-          check_async(*c);
-        } catch (const std::exception& e) {
-          throw ExecError(rank_, std::string(e.what()) + " (streams: " + describe_pending() + ")");
-        }
-      }
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (waited > watchdog_s_)
-      throw WatchdogError(rank_, "watchdog: the step's GPU work did not finish within " + std::to_string(watchdog_s_) +
-                                     " s of the last op being issued; " + describe_pending());
-    sleep_us = std::min<int64_t>(sleep_us + 20, 2000);
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-  }
-  size_t free_b = 0, total_b = 0;
-  PARALAB_CU(cudaMemGetInfo(&free_b, &total_b));
-  used_after_step_ = static_cast<double>(total_b - free_b);
-}
-
-void CudaBackend::collect_loss(double& sum, int64_t& tokens) {
-  double v = 0;
-  PARALAB_CU(cudaMemcpyAsync(&v, loss_acc_, sizeof v, cudaMemcpyDeviceToHost, host_stream_));
-  PARALAB_CU(cudaStreamSynchronize(host_stream_));
-  sum += v;
-  tokens += loss_tokens_.load();
-}
-
-std::map<std::string, double> CudaBackend::device_stats() const {
-  std::map<std::string, double> m;
-  m["device"] = device_;
-  m["compute_capability"] = prop_.major * 10 + prop_.minor;
-  m["device_total_gib"] = static_cast<double>(prop_.totalGlobalMem) / kGiB;
-  m["planned_peak_gib"] = planned_.peak_total() / kGiB;
-  uint64_t used = 0, reserved = 0;
-  if (pool_ && cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &used) == cudaSuccess &&
-      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &reserved) == cudaSuccess) {
-    m["pool_used_high_gib"] = static_cast<double>(used) / kGiB;
-    m["pool_reserved_high_gib"] = static_cast<double>(reserved) / kGiB;
-  }
-  m["device_used_after_step_gib"] = used_after_step_ / kGiB;
-  size_t ws = 0;
-  for (const StreamRes& r : streams_)
-    if (r.lt) ws += r.lt->workspace_bytes();
-  m["cublaslt_workspace_gib"] = static_cast<double>(ws) / kGiB;
-  m["cross_stream_waits"] = static_cast<double>(waits_.kept);
-  m["ir_dependencies"] = static_cast<double>(waits_.ir_deps);
-  int nccl = 0;
-  for (const auto& c : comms_) nccl += c && c->nccl ? 1 : 0;
-  m["nccl_communicators"] = nccl;
-  m["fp8_fallback_gemms"] = static_cast<double>(fp8_fallbacks_.load());
-  return m;
-}
-
-}  // namespace
 }  // namespace cuda
 
 std::unique_ptr<Backend> make_cuda_backend(const StepIR& ir) { return std::make_unique<cuda::CudaBackend>(ir); }
