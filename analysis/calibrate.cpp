@@ -158,10 +158,12 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   res.reps = opts.reps;
   res.started_utc = utc_now();
   res.host = host_info(world.node_cores());  // as the executor's core turns count them
-  // With more ranks than cores every rank's threads share the host's cores: an op's wall time
-  // is then how long the others held its core as much as its own work, which the simulator
-  // models itself (sim/engine/core_share.hpp). Compute ops are replayed and timed by thread CPU
-  // time, the executed scenario's compute times are not used (docs/calibration.md, "Shared cores").
+  // With more ranks than cores every rank's threads share the host's cores: a replayed op's wall
+  // time is then how long the others held its core as much as its own work, which the simulator
+  // models itself (sim/engine/core_share.hpp), so replays are timed by thread CPU time. The
+  // executed scenario's ops are not replayed: under core turns an executed op's time starts
+  // when its thread may run, and is what it takes beside the others (docs/calibration.md,
+  // "Shared cores").
   res.compute_cpu_time = opts.backend == "cpu" && N > res.host.cores;
 
   // The scenarios measured exactly, and the base topology.
@@ -177,7 +179,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     res.scenarios.push_back(s.name);
     const bool executed = opts.in_situ && ir.layout.world() == N;
     if (executed) in_situ.emplace_back(irs.size() - 1, &ir);
-    if (!executed || res.compute_cpu_time) jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
+    if (!executed) jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
   std::filesystem::path base_file = opts.base_topology;
   if (base_file.empty()) base_file = irs.empty() ? resolve_topology("cpu-host", ".", SourceLoc{}, "topology") : irs.front().scenario.topology.file;
@@ -401,10 +403,11 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     if (j.at("copy_gbps").get<double>() > 0) copies.push_back(j.at("copy_gbps").get<double>());
   }
   // A key executed in situ takes the execution's times: the step runs it beside its rank's
-  // communication threads and the other ranks, as `execute` will; not with shared cores, where
-  // those times include the time other ranks held the op's core (replayed above instead).
-  if (!res.compute_cpu_time)
-    for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
+  // communication threads and the other ranks, as `execute` will. With shared cores too: the
+  // ranks take core turns under SCHED_BATCH, so an executed op's time no longer holds the time
+  // other threads held its core, and its CPU-time replay ran 12-26 % short of it for GEMMs
+  // (bench/results/validate_cpu.md, "twenty-fifth session").
+  for (auto& [k, s] : res.in_situ.compute) pooled[k] = std::move(s);
   res.in_situ.compute.clear();
   for (auto& [k, s] : pooled) res.compute.push_back(std::move(s));
   for (auto& [k, p] : cpool) {

@@ -65,8 +65,9 @@ struct CalibrationResult {
   HostInfo host;
   std::string paralab_version;
 
-  // More ranks than the host's cores (CPU backend): compute ops were timed by thread CPU time
-  // (the simulator shares the node's cores among the ranks itself: NodeSpec::cores).
+  // More ranks than the host's cores (CPU backend): replayed compute ops were timed by thread CPU
+  // time, executed ones by their execution under core turns (the simulator shares the node's
+  // cores among the ranks itself: NodeSpec::cores; no compute_tail, its core pool has the waits).
   bool compute_cpu_time = false;
   std::vector<OpSamples> compute;        // pooled over ranks; one per key
   std::vector<CommPoint> comm;           // pooled over members

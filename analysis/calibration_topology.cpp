@@ -187,7 +187,8 @@ std::string topology_toml(const CalibrationResult& r) {
     line("# In situ: the scenarios executed and their steps are the [[calibration.execution]] entries below.");
   if (r.compute_cpu_time)
     line("# " + std::to_string(r.ranks) + " ranks > " + std::to_string(h.cores) +
-         " cores: compute ops timed by thread CPU time (the simulator shares node.cores among the ranks' threads).");
+         " cores: replayed compute ops timed by thread CPU time, executed ones by their execution under core turns (the "
+         "simulator shares node.cores among the ranks' threads).");
   line("# Based on topology '" + r.base.name + "' (" + r.base.file.string() + "); fitted values replace its own.");
   line("# Units: _gbps = GB/s per direction, _us = microseconds, _tflops = 1e12 FLOP/s.");
   kv("name", fstr(t.name));
@@ -253,7 +254,7 @@ std::string topology_toml(const CalibrationResult& r) {
                   r.compute_tail_executions, r.compute_tail_samples);
     kv("compute_tail", fnum(d.compute_tail), buf);
   } else {
-    kv("compute_tail", fnum(d.compute_tail), r.compute_cpu_time ? "compute replayed by CPU time: the simulator shares the cores"
+    kv("compute_tail", fnum(d.compute_tail), r.compute_cpu_time ? "the ranks share the cores: the simulator's core pool has their waits"
                                                                  : "from the base topology");
   }
   kv("gemm_max_efficiency", fnum(d.gemm_max_efficiency), gemm_note.empty() ? "from the base topology" : gemm_note);

@@ -35,6 +35,20 @@ after=$(ls -d "$tmp"/paralab-in-situ-* 2>/dev/null | sort || true)
   >"$work/own.out" 2>"$work/own.err" || { echo "calibrate under mpirun failed"; cat "$work/own.err"; exit 1; }
 [ "$(entry "$work/own.toml" launches)" = 1 ] || { echo "under mpirun: expected 1 launch"; exit 1; }
 
+# Four ranks: the executed scenario's compute points come from its executions, also where the
+# ranks outnumber the cores (then only replays are timed by CPU time).
+"$paralab" calibrate --backend cpu --out "$work/four.toml" "$scenarios/cpu-pp4.toml" --no-sweep --no-comm --reps 1 \
+  --set model.num_layers=8 --set training.global_batch_size=4 --in-situ-launches 2 >"$work/four.out" 2>"$work/four.err" || {
+  echo "4-rank calibrate failed"; cat "$work/four.err"; exit 1; }
+points=$(grep -c '^\[\[calibration.gemm\]\]  # ' "$work/four.toml" || true)
+executed=$(grep -c '^\[\[calibration.gemm\]\]  # execution cpu-pp4, ' "$work/four.toml" || true)
+[ "$points" -gt 0 ] && [ "$points" = "$executed" ] || {
+  echo "4 ranks: $executed of $points GEMM points from the execution"; grep '^\[\[calibration.gemm' "$work/four.toml" | head; exit 1; }
+if [ "$(nproc)" -lt 4 ]; then
+  grep -q "replayed compute ops timed by thread CPU time, executed ones by their execution" "$work/four.toml" || {
+    echo "4 ranks on $(nproc) cores: the header does not say how compute was timed"; head -20 "$work/four.toml"; exit 1; }
+fi
+
 # Bad counts.
 for bad in 0 21 x; do
   if "$paralab" calibrate --backend cpu --out "$work/bad.toml" "$scenarios/cpu-tp2.toml" --in-situ-launches "$bad" 2>"$work/bad.err"; then
