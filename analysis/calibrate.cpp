@@ -30,7 +30,6 @@
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
 
-
 namespace paralab::calib {
 
 namespace {

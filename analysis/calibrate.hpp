@@ -129,7 +129,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
 // One earlier launch of the in-situ executions (5. alone, InSituPlan{opts.in_situ_launches}):
 // collective like run_calibration; rank 0 writes the traces of each scenario of the job's size
 // under `dir` (write_in_situ_traces, the scenario's place in opts.scenarios as its index) for
-// the measuring job's `in_situ_from`. Returns the executions traced.
+// the measuring job's `in_situ_from`. Returns the executions traced (on rank 0; 0 elsewhere).
 int run_in_situ_launch(exec::Transport& world, const CalibrateOptions& opts, const std::filesystem::path& dir);
 
 // Fits the models to pooled samples (rank 0 of run_calibration does this; exposed for tests).

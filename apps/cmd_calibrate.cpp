@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +51,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--in-situ-launches", true, "launches of the job those executions spread over (default 4: each launch draws its own pace)"},
     {"--in-situ-only", true, "(internal) one earlier launch: only execute those scenarios, their traces to DIR"},
     {"--in-situ-from", true, "(internal) add the executions earlier launches traced under DIR"},
+    {"--earlier-s", true, "(internal) seconds the earlier launches took (counted in the reported time)"},
     {"--progress-lines", false, "(internal) print progress as lines for a parent process"},
     {"--help", false, "this help"},
 };
@@ -116,6 +118,7 @@ int run_calibrate(int argc, char** argv) {
   int64_t ranks = 0;
   std::vector<int64_t> worlds;  // per scenario
   std::string in_situ_only;     // this job is an earlier launch of the in-situ executions
+  double earlier_s = 0;         // what the earlier launches took (s)
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -148,6 +151,12 @@ int run_calibrate(int argc, char** argv) {
     if (auto l = a.value("--in-situ-launches")) opts.in_situ_launches = static_cast<int>(parse_count("--in-situ-launches", *l, 1, 20));
     if (auto d = a.value("--in-situ-only")) in_situ_only = *d;
     if (auto d = a.value("--in-situ-from")) opts.in_situ_from = *d;
+    if (auto e = a.value("--earlier-s")) {
+      char* end = nullptr;
+      earlier_s = std::strtod(e->c_str(), &end);
+      if (end == e->c_str() || *end != '\0' || !(earlier_s >= 0 && earlier_s < 1e7))
+        throw UsageError("--earlier-s needs seconds >= 0, got '" + *e + "'");
+    }
     // Under a launcher someone else started: this job is the only launch (unless the parent
     // below started it after the earlier ones).
     if (under_launcher && in_situ_only.empty() && opts.in_situ_from.empty()) opts.in_situ_launches = 1;
@@ -226,12 +235,14 @@ int run_calibrate(int argc, char** argv) {
       return r.exit_code;
     };
     const int earlier = spread ? opts.in_situ_launches - 1 : 0;
+    const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < earlier; ++k) {
       const std::string dir = (traces->path() / ("launch-" + std::to_string(k + 1))).string();
       const double lo = pre * k / earlier, hi = pre * (k + 1) / earlier;
       if (launch({"--in-situ-only", dir}, lo, hi, false) != 0) return 1;
     }
-    if (spread) extra_args = {"--in-situ-from", traces->path().string()};
+    earlier_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (spread) extra_args = {"--in-situ-from", traces->path().string(), "--earlier-s", std::to_string(earlier_s)};
     if (ranks > 1) {
       const int code = launch(extra_args, pre, 1.0, true);
       bar.done();
@@ -279,6 +290,7 @@ int run_calibrate(int argc, char** argv) {
     return 1;
   }
   bar.done();
+  res.wall_s += earlier_s;
   int64_t status = 0;
   if (rank == 0) {
     try {
