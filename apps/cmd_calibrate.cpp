@@ -213,7 +213,7 @@ int run_calibrate(int argc, char** argv) {
       return 1;
     }
     // One job of `ranks` ranks (one rank: a plain child process), its progress drawn in [lo, hi].
-    auto launch = [&](const std::vector<std::string>& more, double lo, double hi, bool keep_stdout) {
+    auto launch = [&](const std::string& job, const std::vector<std::string>& more, double lo, double hi, bool keep_stdout) {
       std::vector<std::string> cmd = l.prefix;
       cmd.push_back(calib::self_executable().string());
       for (int i = 0; i < argc; ++i) cmd.push_back(argv[i]);
@@ -229,7 +229,7 @@ int run_calibrate(int argc, char** argv) {
       if (keep_stdout) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
       if (r.exit_code != 0) {
         bar.done();
-        std::fprintf(stderr, "paralab calibrate: the measuring job (%s ...) failed with exit code %d\n", l.description.c_str(),
+        std::fprintf(stderr, "paralab calibrate: %s (%s ...) failed with exit code %d\n", job.c_str(), l.description.c_str(),
                      r.exit_code);
       }
       return r.exit_code;
@@ -239,12 +239,13 @@ int run_calibrate(int argc, char** argv) {
     for (int k = 0; k < earlier; ++k) {
       const std::string dir = (traces->path() / ("launch-" + std::to_string(k + 1))).string();
       const double lo = pre * k / earlier, hi = pre * (k + 1) / earlier;
-      if (launch({"--in-situ-only", dir}, lo, hi, false) != 0) return 1;
+      const std::string job = "in-situ launch " + std::to_string(k + 1) + " of " + std::to_string(opts.in_situ_launches);
+      if (launch(job, {"--in-situ-only", dir}, lo, hi, false) != 0) return 1;
     }
     earlier_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (spread) extra_args = {"--in-situ-from", traces->path().string(), "--earlier-s", std::to_string(earlier_s)};
     if (ranks > 1) {
-      const int code = launch(extra_args, pre, 1.0, true);
+      const int code = launch("the measuring job", extra_args, pre, 1.0, true);
       bar.done();
       return code == 0 ? 0 : 1;
     }
