@@ -56,11 +56,14 @@ InSituTraces read_in_situ_traces(const std::filesystem::path& root, size_t index
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::recursive_directory_iterator();
        it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (it->is_regular_file() && name.rfind(prefix, 0) == 0 && it->path().extension() == ".json") files.push_back(it->path());
+    const std::string stem = it->path().stem().string();
+    const bool numbered = stem.size() > prefix.size() && stem.rfind(prefix, 0) == 0 &&
+                          stem.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+    if (it->is_regular_file() && numbered && it->path().extension() == ".json") files.push_back(it->path());
   }
   if (ec) throw std::runtime_error("calibrate: cannot read the in-situ traces under " + root.string() + ": " + ec.message());
-  // Launch directories in order, runs in order (r10 after r9).
+  // Launch directories in name order (calibrate numbers them with two digits), runs in number
+  // order (r10 after r9).
   std::sort(files.begin(), files.end(), [&](const std::filesystem::path& a, const std::filesystem::path& b) {
     if (a.parent_path() != b.parent_path()) return a.parent_path() < b.parent_path();
     const auto run = [&](const std::filesystem::path& p) { return std::stol(p.stem().string().substr(prefix.size())); };

@@ -237,7 +237,9 @@ int run_calibrate(int argc, char** argv) {
     const int earlier = spread ? opts.in_situ_launches - 1 : 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < earlier; ++k) {
-      const std::string dir = (traces->path() / ("launch-" + std::to_string(k + 1))).string();
+      char name[32];
+      std::snprintf(name, sizeof name, "launch-%02d", k + 1);  // name order is launch order (up to 20)
+      const std::string dir = (traces->path() / name).string();
       const double lo = pre * k / earlier, hi = pre * (k + 1) / earlier;
       const std::string job = "in-situ launch " + std::to_string(k + 1) + " of " + std::to_string(opts.in_situ_launches);
       if (launch(job, {"--in-situ-only", dir}, lo, hi, false) != 0) return 1;

@@ -63,6 +63,7 @@ TEST_CASE("earlier launches' in-situ traces read back in launch and run order, a
   // Another scenario's traces in the same directory, under another index: not read for index 0.
   const StepIR other = build_step_ir(test::scenario_from(tiny(3, 2)));
   write_in_situ_traces(dir.path() / "launch-1", 1, other, {sim::simulate(other).result});
+  std::ofstream(dir.path() / "launch-1" / "s0-rx.json") << "not a trace";  // not numbered: not one of ours
 
   const InSituTraces back = read_in_situ_traces(dir.path(), 0, ir);
   CHECK(back.launches == 2);
