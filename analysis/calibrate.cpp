@@ -176,7 +176,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     irs.push_back(build_step_ir(s));
     const StepIR& ir = irs.back();
     res.scenarios.push_back(s.name);
-    const bool executed = opts.in_situ && ir.layout.world() == N;
+    const bool executed = opts.in_situ && executes_in_situ(ir.layout.world(), N);
     if (executed) in_situ.emplace_back(irs.size() - 1, &ir);
     if (!executed) jobs.push_back({&ir, rank % ir.layout.world(), "scenario " + s.name});
   }
@@ -437,7 +437,7 @@ int run_in_situ_launch(exec::Transport& world, const CalibrateOptions& opts, con
   };
   for (size_t i = 0; i < n; ++i) {
     const StepIR ir = build_step_ir(load_scenario(opts.scenarios[i], opts.sets));
-    if (ir.layout.world() != world.size()) {
+    if (!executes_in_situ(ir.layout.world(), world.size())) {
       progress(4.0, "");
       continue;
     }

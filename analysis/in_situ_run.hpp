@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -40,6 +41,12 @@ struct InSituPlan {
   [[nodiscard]] double measured_s() const { return kMeasuredS / launches; }
   [[nodiscard]] int max_executions() const { return std::max(1, (kMaxExecutions + launches - 1) / launches); }
 };
+
+// Whether a scenario of `world` ranks is executed in situ by a calibration job of `job_ranks`
+// ranks (its own size: every rank runs one of its ranks); the others are replayed. The CLI,
+// the earlier launches and the measuring job must agree on it (a trace's index is the
+// scenario's place among them all).
+[[nodiscard]] inline bool executes_in_situ(int64_t world, int64_t job_ranks) { return world == job_ranks; }
 
 // Executes `ir` on every rank of `world` (collective: every rank calls it) as validate's runs
 // do, a warm-up and one measured step per execution, until this launch's share of the plan.

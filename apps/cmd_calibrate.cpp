@@ -157,9 +157,6 @@ int run_calibrate(int argc, char** argv) {
       if (end == e->c_str() || *end != '\0' || !(earlier_s >= 0 && earlier_s < 1e7))
         throw UsageError("--earlier-s needs seconds >= 0, got '" + *e + "'");
     }
-    // Under a launcher someone else started: this job is the only launch (unless the parent
-    // below started it after the earlier ones).
-    if (under_launcher && in_situ_only.empty() && opts.in_situ_from.empty()) opts.in_situ_launches = 1;
     // Input errors before any rank starts: every scenario must load.
     for (const auto& f : opts.scenarios) {
       const Scenario s = load_scenario(f, opts.sets);
@@ -187,7 +184,9 @@ int run_calibrate(int argc, char** argv) {
   // earlier ones first, each leaving its traces for the measuring job, which comes last.
   const bool parent = !under_launcher && in_situ_only.empty();
   const bool spread = parent && opts.in_situ && opts.in_situ_launches > 1 && opts.in_situ_from.empty() &&
-                      std::count(worlds.begin(), worlds.end(), ranks) > 0;
+                      std::any_of(worlds.begin(), worlds.end(), [&](int64_t w) { return calib::executes_in_situ(w, ranks); });
+  // Nothing spread and not one of the launches of a spread job (a job someone else launched
+  // included): this job is the only launch.
   if (!spread && in_situ_only.empty() && opts.in_situ_from.empty()) opts.in_situ_launches = 1;
   const bool forward = a.flag("--progress-lines");  // a parent (validate) draws the bar
   calib::ProgressBar bar("calibrate");

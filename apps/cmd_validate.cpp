@@ -5,14 +5,15 @@
 // Without --calibration it uses the calibration cached for this host, scenario and paralab
 // build, or makes one (`paralab calibrate`, once). It launches the execution itself
 // (`mpirun -np N paralab execute ...` when the scenario has N > 1 ranks).
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "analysis/launch.hpp"
 #include "analysis/report.hpp"
+#include "analysis/temp_dir.hpp"
 #include "analysis/validate.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
@@ -48,7 +49,7 @@ int parse_int(const std::string& opt, const std::string& v, int lo, int hi) {
 int run_validate(int argc, char** argv) {
   Args a;
   calib::ValidateOptions o;
-  std::filesystem::path tmp;
+  std::optional<calib::TempDir> tmp;  // the work directory when --out-dir is not given
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -77,12 +78,12 @@ int run_validate(int argc, char** argv) {
   if (auto d = a.value("--out-dir")) {
     o.work_dir = *d;
   } else {
-    std::string t = (std::filesystem::temp_directory_path() / "paralab-validate-XXXXXX").string();
-    if (!mkdtemp(t.data())) {
-      std::fprintf(stderr, "paralab validate: error: cannot create a temporary directory\n");
+    try {
+      o.work_dir = tmp.emplace("paralab-validate").path();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paralab validate: error: %s\n", e.what());
       return 1;
     }
-    tmp = o.work_dir = t;
   }
   calib::ProgressBar bar("calibrate");
   o.log = [&](const std::string& s) {
@@ -112,10 +113,6 @@ int run_validate(int argc, char** argv) {
     bar.done();
     std::fprintf(stderr, "paralab validate: error: %s\n", e.what());
     status = 1;
-  }
-  if (!tmp.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(tmp, ec);
   }
   return status;
 }

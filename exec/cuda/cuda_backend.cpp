@@ -74,6 +74,9 @@ bool cuda_available(std::string* why, int* device_count) {
 
 namespace {
 
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLASLt workspace (NVIDIA's Hopper recommendation)
+constexpr size_t kScalarBytes = 256;
+
 std::string gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);

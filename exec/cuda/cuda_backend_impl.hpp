@@ -22,8 +22,6 @@
 namespace paralab::exec::cuda {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLASLt workspace (NVIDIA's Hopper recommendation)
-constexpr size_t kScalarBytes = 256;
 
 class CudaBackend;
 // The backend and IR stream a worker thread drives (attach_stream); -1: the main thread.
