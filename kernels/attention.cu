@@ -1,6 +1,9 @@
 // kernels/attention.cu — fused flash-style attention forward and backward (formulas:
 // attention.hpp). Correctness first: fp32 CUDA-core math, no tensor cores yet.
 //
+// bf16/fp16 with head_dim <= 128 go to the tensor-core kernels of attention_mma.cu; these
+// fp32 CUDA-core kernels take fp32 and wider heads.
+//
 // Forward (Dao et al. 2022, Alg. 1 with the FlashAttention-2 loop order): a block owns 32
 // query rows of one (batch, head) (8 warps x 4 rows) kept in shared memory as fp32, and
 // streams 32-key tiles of K and V through shared memory. For each row, lane j scores key j
@@ -14,6 +17,7 @@
 // Shared-memory rows that lanes read row-wise are padded to head_dim+1 floats (odd stride
 // for even head_dim: conflict-free). head_dim <= 256 (DPL = dims per lane <= 8).
 #include "kernels/attention.hpp"
+#include "kernels/attention_mma.hpp"
 #include "kernels/cuda_utils.cuh"
 
 namespace paralab::kernels {
@@ -335,6 +339,7 @@ void flash_attention_fwd_cuda(const AttentionFwdArgs& a, cudaStream_t stream) {
   attention_fwd_check(a);
   check_cuda_limits("attention_fwd", a.batch, a.heads, a.kv_heads, a.seq, a.head_dim);
   const float scale = attention_scale(a.scale, a.head_dim);
+  if (attn_mma::eligible(a.dtype, a.head_dim)) return attn_mma::forward(a, scale, stream);
   const int S = int(a.seq), D = int(a.head_dim);
   const size_t smem = sizeof(float) * size_t(kTile * D + kKeys * (D + 1) + kKeys * D);
   const dim3 grid(unsigned((S + kTile - 1) / kTile), unsigned(a.heads), unsigned(a.batch));
@@ -368,6 +373,7 @@ void flash_attention_bwd_cuda(const AttentionBwdArgs& a, cudaStream_t stream) {
     flash_bwd_dot_kernel<T><<<cu::grid_for(rows, kWarps), kThreads, 0, stream>>>(
         dout, static_cast<const T*>(a.out), Dvec, rows, D);
     PARALAB_CUDA_CHECK_LAUNCH();
+    if (attn_mma::eligible(a.dtype, a.head_dim)) return attn_mma::backward(a, scale, Dvec, stream);
     dispatch_dpl(a.head_dim, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
       const size_t smem_dq = sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1));
