@@ -54,6 +54,18 @@ class Backend {
   virtual void fill(void* p, const Buffer& b, const BufferPlan& how) = 0;
   virtual void to_host(void* host, const void* p, int64_t bytes) = 0;
   virtual void from_host(void* p, const void* host, int64_t bytes) = 0;
+  // Optional: writes the parameter values (exec/fill.hpp param_value) of the region's local
+  // elements [local0, local0 + n) to `p` in dtype t, on the device. false: not offered, the
+  // runtime makes them on the host and copies them (from_host).
+  virtual bool fill_params(void* p, DType t, const ParamRegion& region, int64_t local0, int64_t n) {
+    (void)p, (void)t, (void)region, (void)local0, (void)n;
+    return false;
+  }
+  // Optional: dst (fp32, n elements) = src (dtype t) widened, on the device. false: not offered.
+  virtual bool widen_copy(float* dst, const void* src, DType t, int64_t n) {
+    (void)dst, (void)src, (void)t, (void)n;
+    return false;
+  }
 
   // Execution, called by the worker of `stream` in stream order. attach_stream is called once by
   // each worker thread before its first op of a step (an asynchronous backend binds the thread

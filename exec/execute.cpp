@@ -72,6 +72,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     throw ExecError(rank, "the scenario's layout has " + std::to_string(ir.layout.world()) + " ranks but " +
                               std::to_string(world.size()) + " processes were launched");
 
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
   // Memory (host backends): the IR's peak for every rank on this host must fit in what the host
   // has free. Every rank agrees on the verdict.
@@ -108,9 +110,11 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   int core_turns = 0;
   bool core_turns_batch = false;
   std::vector<double> first_us, last_us;  // per step: this rank's earliest op start, latest op end
+  clock::time_point t_ready, t_warm_end, t_steps_end;
   {
     Runtime rt(plan, *backend, world, ro);
     rt.initialize();
+    t_ready = clock::now();
     core_turns = rt.core_turns();
     auto run_one = [&](int64_t step) {
       run = rt.run_step(step);
@@ -134,7 +138,9 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
       }
       warmup_steps = step;
     }
+    t_warm_end = clock::now();
     for (int64_t i = 0; i < std::max<int64_t>(opts.steps, 1); ++i) run_one(++step);
+    t_steps_end = clock::now();
     core_turns_batch = rt.batch_scheduling();
     if (opts.verify) {
       report.merge(checker->report());
@@ -219,6 +225,10 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   finalize(r, ir);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  out.setup_s = secs(t_start, t_ready);
+  out.warmup_s = secs(t_ready, t_warm_end);
+  out.steps_s = secs(t_warm_end, t_steps_end);
+  out.gather_s = secs(t_steps_end, clock::now());
   return out;
 }
 
@@ -227,6 +237,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["loss"] = out.loss;
   j["step_times_s"] = out.step_times_s;
   j["warmup_steps"] = out.warmup_steps;
+  j["phases_s"] = {{"setup", out.setup_s}, {"warmup", out.warmup_s}, {"steps", out.steps_s}, {"gather", out.gather_s}};
   j["core_turns"] = out.core_turns;
   j["core_turns_batch"] = out.core_turns_batch;
   for (auto& rj : j["ranks"]) {

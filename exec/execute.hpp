@@ -45,6 +45,10 @@ struct ExecuteOutcome {
   // end over all ranks, as the measured step's. Shows warm-up and a run's drift.
   std::vector<double> step_times_s;
   int64_t warmup_steps = 0;  // how many of them were warm-up (the first ones)
+  // Rank 0's wall time by phase (s): backend and runtime set-up (device, streams, resident state
+  // allocated and filled), the warm-up steps, the measured steps, and gathering the results.
+  // The steps' own times are step_times_s; these say where the rest of `wall_s` went.
+  double setup_s = 0, warmup_s = 0, steps_s = 0, gather_s = 0;
   int core_turns = 0;         // rank 0's host: core turns its ranks took (exec/core_turns.hpp), 0: none
   bool core_turns_batch = false;  // rank 0's threads took them under SCHED_BATCH (use_batch_scheduling)
   bool verified = false;

@@ -127,6 +127,8 @@ void Runtime::initialize() {
     const int64_t lo = plan_.buffers[r.buffer].global_offset, hi = lo + buf.elements;
     const int64_t first = std::max(lo, r.offset), last = std::min(hi, r.offset + r.rows * r.cols);
     if (first >= last) continue;
+    void* dst = static_cast<char*>(ptr_[r.buffer].load()) + (first - lo) * bytes_of(buf.dtype);
+    if (backend_.fill_params(dst, buf.dtype, r, first - r.offset, last - first)) continue;
     std::vector<float> v(static_cast<size_t>(last - first));
     for (int64_t e = first; e < last; ++e) {
       const int64_t local = e - r.offset;
@@ -141,16 +143,16 @@ void Runtime::initialize() {
       const uint16_t h = buf.dtype == DType::bf16 ? kernels::f32_to_bf16_bits(v[i]) : kernels::f32_to_f16_bits(v[i]);
       std::memcpy(bytes.data() + 2 * i, &h, 2);
     }
-    backend_.from_host(static_cast<char*>(ptr_[r.buffer].load()) + (first - lo) * bytes_of(buf.dtype), bytes.data(),
-                       static_cast<int64_t>(bytes.size()));
+    backend_.from_host(dst, bytes.data(), static_cast<int64_t>(bytes.size()));
   }
   // Mixed precision: the fp32 master copy starts equal to the (rounded) model weights.
   for (const auto& mc : plan_.master_copies) {
     const Buffer& m = g_.buffers[mc.master];
     const Buffer& w = g_.buffers[mc.weights];
+    const char* wsrc = static_cast<const char*>(ptr_[mc.weights].load()) + mc.weights_offset * bytes_of(w.dtype);
+    if (backend_.widen_copy(static_cast<float*>(ptr_[mc.master].load()), wsrc, w.dtype, m.elements)) continue;
     std::vector<uint8_t> wb(static_cast<size_t>(m.elements * bytes_of(w.dtype)));
-    backend_.to_host(wb.data(), static_cast<const char*>(ptr_[mc.weights].load()) + mc.weights_offset * bytes_of(w.dtype),
-                     static_cast<int64_t>(wb.size()));
+    backend_.to_host(wb.data(), wsrc, static_cast<int64_t>(wb.size()));
     std::vector<float> f(static_cast<size_t>(m.elements));
     for (int64_t i = 0; i < m.elements; ++i) {
       if (w.dtype == DType::f32) {
@@ -272,7 +274,7 @@ void Runtime::wait_dependency(const Op& op, OpId dep) {
     // A stall, not a wait: nothing on this rank finished for the whole watchdog period.
     const int64_t now = now_ns();
     const double idle = static_cast<double>(now - std::max(t0, last_progress_ns_.load())) * 1e-9;
-    if (idle > opts_.watchdog_s && state_[dep].load() < need) {
+    if (idle > opts_.watchdog_s && observing_.load() == 0 && state_[dep].load() < need) {
       lk.unlock();
       const double waited = static_cast<double>(now - t0) * 1e-9;
       throw WatchdogError(plan_.rank, "watchdog: op " + op_label(op) + " waited " + seconds(waited) + " for op " +
@@ -369,13 +371,25 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
                         opts_.fault.action == FaultInjection::Action::drop;
       apply_fault(op, step);
       const bool observe = opts_.observer && opts_.observer->wants(op);
-      if (observe) opts_.observer->before(call);
+      // The observer's host work counts as progress for the watchdog (observing_).
+      auto observed = [&](auto&& f) {
+        observing_.fetch_add(1);
+        try {
+          f();
+        } catch (...) {
+          observing_.fetch_sub(1);
+          throw;
+        }
+        observing_.fetch_sub(1);
+        last_progress_ns_.store(now_ns());
+      };
+      if (observe) observed([&] { opts_.observer->before(call); });
       wait.take_turn();
       backend_.op_begin(s, id);
       if (!drop) backend_.run(s, call);
       backend_.op_end(s, id);
       wait.give_turn();
-      if (observe) opts_.observer->after(call);
+      if (observe) observed([&] { opts_.observer->after(call); });
       ++ran;
       if (op.kind == OpKind::xent_loss && backend_.synchronous()) {
         std::vector<float> loss(static_cast<size_t>(o.writes[0].numel));

@@ -140,6 +140,9 @@ class Runtime {
   mutable std::mutex mu_;
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> last_progress_ns_{0};  // steady clock of the last op completion
+  // Observer calls in progress (--verify's CPU references): the rank's own host work, never a
+  // stall. A reference of a long attention can take minutes on one core.
+  std::atomic<int> observing_{0};
   std::string error_;
   bool error_is_watchdog_ = false;
   bool leak_ = false;  // after a failure, in-flight transfers may still target live buffers

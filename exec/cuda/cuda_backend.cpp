@@ -97,6 +97,12 @@ bool is_comm_stream(Stream s) { return s != Stream::compute; }
 void CudaBackend::setup(const RankPlan& plan, Transport& world) {
   plan_ = &plan;
   rank_ = plan.rank;
+  auto t_last = std::chrono::steady_clock::now();
+  auto lap = [&](const char* part) {  // setup_s_: wall time of each part
+    const auto now = std::chrono::steady_clock::now();
+    setup_s_[std::string("setup_") + part + "_s"] = std::chrono::duration<double>(now - t_last).count();
+    t_last = now;
+  };
   try {
     std::string why;
     int count = 0;
@@ -105,6 +111,7 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
     device_ = thread_device() >= 0 ? thread_device() : (local >= 0 ? local : world.rank()) % count;
     PARALAB_CU(cudaSetDevice(device_));
     PARALAB_CU(cudaGetDeviceProperties(&prop_, device_));
+    lap("device");  // driver and context initialization, device properties
     const int cc = prop_.major * 10 + prop_.minor;
     fp8_ = cc >= 89;
     const Scenario& s = ir_.scenario;
@@ -135,6 +142,7 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
     int no = 0;
     PARALAB_CU(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no));
 
+    lap("memory_check");
     int least = 0, greatest = 0;
     PARALAB_CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     PARALAB_CU(cudaStreamCreateWithFlags(&host_stream_, cudaStreamNonBlocking));
@@ -150,6 +158,7 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
       PARALAB_CU(cudaMalloc(&r.scalars, kScalarBytes));
     }
 
+    lap("streams");  // streams, cuBLASLt handles and workspaces
     // fp16 loss scaling state and the loss accumulator live on the device.
     kernels::LossScaleState st;
     st.scale = static_cast<float>(s.training.initial_loss_scale);
@@ -165,12 +174,14 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
       PARALAB_CU(cudaEventCreate(&end_ev_[i]));
     }
     PARALAB_CU(cudaEventCreate(&origin_ev_));
+    lap("events");
     ran_.assign(g.ops.size(), 0);
     gemm_plans_.resize(g.ops.size());
     for (const Op& op : g.ops)
       if (op.kind == OpKind::gemm) gemm_plans_[op.id] = plan_gemm(op, ir_.shape);
     waits_ = plan_waits(g);
 
+    lap("plans");  // GEMM plans and cross-stream waits
     // Communicators: the same list, created in the same order, on every rank.
     check_p2p_order(ir_);
     specs_ = job_nccl_comms(ir_);
@@ -184,6 +195,7 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
       if (specs_[i].kind == CommSpec::Kind::slot && comms_[i])
         blocking_[static_cast<size_t>(specs_[i].slot)] = make_blocking_comm(*comms_[i], device_);
     op_comms_ = plan_op_comms(plan, specs_);
+    lap("comms");  // NCCL communicators
   } catch (const ExecError&) {
     throw;
   } catch (const std::exception& e) {
@@ -283,6 +295,41 @@ void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
     }
   }
   if (host) PARALAB_CU(cudaStreamSynchronize(s));
+}
+
+// ParamGeo::split numbers ParamSplit in its order.
+static_assert(static_cast<int>(ParamSplit::none) == 0 && static_cast<int>(ParamSplit::rows) == 1 &&
+              static_cast<int>(ParamSplit::cols) == 2 && static_cast<int>(ParamSplit::qkv_cols) == 3 &&
+              static_cast<int>(ParamSplit::swiglu_cols) == 4);
+
+bool CudaBackend::fill_params(void* p, DType t, const ParamRegion& r, int64_t local0, int64_t n) {
+  if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return false;
+  cuda::fillmath::ParamGeo geo;
+  geo.rows = r.rows;
+  geo.cols = r.cols;
+  geo.tp = r.tp;
+  geo.tp_size = r.tp_size;
+  geo.heads = r.heads;
+  geo.groups = r.groups;
+  geo.head_dim = r.head_dim;
+  geo.ffn = r.ffn;
+  geo.key = r.key;
+  geo.split = static_cast<int32_t>(r.split);
+  geo.gain = r.gain ? 1 : 0;
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  dev::fill_params(p, dt(t), n, geo, local0, s);
+  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+  return true;
+}
+
+bool CudaBackend::widen_copy(float* dst, const void* src, DType t, int64_t n) {
+  if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return false;
+  bool host = false;
+  const cudaStream_t s = current_stream(&host);
+  dev::copy2d(src, dt(t), n, dst, dev::T::f32, n, 1, n, false, s);  // one row of n: exact widening
+  if (host) PARALAB_CU(cudaStreamSynchronize(s));
+  return true;
 }
 
 void CudaBackend::to_host(void* host_p, const void* p, int64_t bytes) {

@@ -46,6 +46,8 @@ class CudaBackend final : public Backend {
   void* allocate(int64_t bytes) override;
   void deallocate(void* p, int64_t bytes) override;
   void fill(void* p, const Buffer& b, const BufferPlan& how) override;
+  bool fill_params(void* p, DType t, const ParamRegion& region, int64_t local0, int64_t n) override;
+  bool widen_copy(float* dst, const void* src, DType t, int64_t n) override;
   void to_host(void* host, const void* p, int64_t bytes) override;
   [[nodiscard]] double loss_scale() override {
     kernels::LossScaleState st;  // the scale is the state's first member, as the optimizer reads it
@@ -118,6 +120,8 @@ class CudaBackend final : public Backend {
   std::array<size_t, kStreams> cursor_{};
   std::chrono::steady_clock::time_point origin_host_ = std::chrono::steady_clock::now();
   MemoryBreakdown planned_;
+  // Wall seconds of setup()'s parts (device_stats "setup_<part>_s"): where a slow start goes.
+  std::map<std::string, double> setup_s_;
   std::atomic<int64_t> live_bytes_{0};
   double used_after_step_ = 0;
   cudaMemPool_t pool_ = nullptr;

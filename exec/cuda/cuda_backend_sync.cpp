@@ -132,6 +132,7 @@ std::map<std::string, double> CudaBackend::device_stats() const {
   for (const auto& c : comms_) nccl += c && c->nccl ? 1 : 0;
   m["nccl_communicators"] = nccl;
   m["fp8_fallback_gemms"] = static_cast<double>(fp8_fallbacks_.load());
+  for (const auto& [k, v] : setup_s_) m[k] = v;
   return m;
 }
 

@@ -99,6 +99,14 @@ __global__ void fill_kernel(void* p, T t, int64_t n, int kind, uint64_t key, int
   }
 }
 
+__global__ void param_kernel(void* p, T t, int64_t n, fillmath::ParamGeo geo, int64_t local0) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int64_t local = local0 + i;
+    store(p, t, i, fillmath::param_value(geo, local / geo.cols, local % geo.cols));
+  }
+}
+
 __global__ void constant_kernel(void* p, T t, int64_t n, float v) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) store(p, t, i, v);
@@ -269,6 +277,12 @@ void unpack_heads(const void* src, T src_t, void* dst, T dst_t, int64_t ld, int6
 void fill(void* p, T t, int64_t n, int kind, uint64_t key, int64_t global_offset, int64_t vocab, cudaStream_t stream) {
   if (n <= 0) return;
   fill_kernel<<<blocks(n), kThreads, 0, stream>>>(p, t, n, kind, key, global_offset, vocab);
+  PARALAB_CUDA_CHECK_LAUNCH();
+}
+
+void fill_params(void* p, T t, int64_t n, const fillmath::ParamGeo& geo, int64_t local0, cudaStream_t stream) {
+  if (n <= 0) return;
+  param_kernel<<<blocks(n), kThreads, 0, stream>>>(p, t, n, geo, local0);
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 

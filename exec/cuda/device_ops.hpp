@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "exec/cuda/fill_math.hpp"
 #include "kernels/common.hpp"
 
 namespace paralab::exec::cuda::dev {
@@ -31,6 +32,9 @@ void unpack_heads(const void* src, T src_t, void* dst, T dst_t, int64_t ld, int6
 void fill(void* p, T t, int64_t n, int kind, uint64_t key, int64_t global_offset, int64_t vocab,
           cudaStream_t stream);
 void fill_constant(void* p, T t, int64_t n, float value, cudaStream_t stream);
+// p[i] = fillmath::param_value(geo, (local0 + i) / geo.cols, (local0 + i) % geo.cols), i < n:
+// exec/fill.hpp's parameter values, made on the device (a 1B-parameter model's took 22 s on the host).
+void fill_params(void* p, T t, int64_t n, const fillmath::ParamGeo& geo, int64_t local0, cudaStream_t stream);
 
 // C[r, c] += bias[c] (when cuBLASLt's bias epilogue cannot take the bias dtype).
 void add_bias_rows(void* c, T ct, int64_t rows, int64_t cols, const void* bias, T bt, cudaStream_t stream);

@@ -52,6 +52,41 @@ PARALAB_FILL_HD float fill_value(int kind, uint64_t key, int64_t index) {
   }
 }
 
+// A parameter region's geometry (exec/plan.hpp ParamRegion without its name), as plain values a
+// kernel can take. split: 0 none, 1 rows, 2 cols, 3 qkv_cols, 4 swiglu_cols (ParamSplit's order).
+struct ParamGeo {
+  int64_t rows = 0, cols = 0, tp = 0, tp_size = 1, heads = 0, groups = 0, head_dim = 0, ffn = 0;
+  uint64_t key = 0;
+  int32_t split = 0;
+  int32_t gain = 0;
+};
+
+// exec/fill.hpp param_value: element (r, c) of a rank's shard as the element of the unsharded
+// parameter it is (index mapping identical; products explicitly rounded, see above).
+PARALAB_FILL_HD float param_value(const ParamGeo& p, int64_t r, int64_t c) {
+  int64_t R = r, C = c, full_cols = p.cols;
+  if (p.split == 1) {
+    R = p.tp * p.rows + r;
+  } else if (p.split == 2) {
+    C = p.tp * p.cols + c;
+    full_cols = p.cols * p.tp_size;
+  } else if (p.split == 3) {  // local [Q heads | K groups | V groups] -> global [Q | K | V]
+    const int64_t d = p.head_dim, A = p.heads * p.tp_size, G = p.groups * p.tp_size;
+    const int64_t q = p.heads * d, k = p.groups * d;
+    if (c < q) C = p.tp * q + c;
+    else if (c < q + k) C = A * d + p.tp * k + (c - q);
+    else C = (A + G) * d + p.tp * k + (c - q - k);
+    full_cols = (A + 2 * G) * d;
+  } else if (p.split == 4) {  // local [gate | up] -> global [gate | up]
+    const int64_t F = p.ffn * p.tp_size;
+    C = c < p.ffn ? p.tp * p.ffn + c : F + p.tp * p.ffn + (c - p.ffn);
+    full_cols = 2 * F;
+  }
+  const int64_t index = R * full_cols + C;
+  if (p.gain) return add_rn(1.0f, mul_rn(0.05f, unit_uniform(p.key, index) - 0.5f));
+  return fill_value(0, p.key, index);
+}
+
 PARALAB_FILL_HD int32_t token_id(uint64_t key, int64_t index, int64_t vocab) {
   return static_cast<int32_t>((mix64(key ^ mix64(static_cast<uint64_t>(index))) >> 11) % static_cast<uint64_t>(vocab));
 }

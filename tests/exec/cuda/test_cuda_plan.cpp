@@ -331,6 +331,34 @@ TEST_CASE("device fill values equal exec/fill.hpp bit for bit", "[exec][cuda][fi
   for (int64_t i = 0; i < 5000; ++i) REQUIRE(token_id(99, i, 50257) == xc::fillmath::token_id(99, i, 50257));
 }
 
+TEST_CASE("device parameter values equal exec/fill.hpp's param_value bit for bit, every split", "[exec][cuda][fill]") {
+  for (int split = 0; split <= 4; ++split)
+    for (bool gain : {false, true}) {
+      ParamRegion r;
+      r.rows = 5;
+      r.split = static_cast<ParamSplit>(split);
+      r.gain = gain;
+      r.key = 0xABCDEF12345ull + static_cast<uint64_t>(split);
+      r.tp = 1;
+      r.tp_size = 2;
+      r.heads = 2, r.groups = 1, r.head_dim = 4;  // qkv_cols: 2 heads + 2 x 1 group of 4 = 16 columns
+      r.ffn = 6;                                  // swiglu_cols: 12 columns
+      r.cols = split == 3 ? 16 : split == 4 ? 12 : 9;
+      xc::fillmath::ParamGeo g;
+      g.rows = r.rows, g.cols = r.cols, g.tp = r.tp, g.tp_size = r.tp_size, g.heads = r.heads, g.groups = r.groups;
+      g.head_dim = r.head_dim, g.ffn = r.ffn, g.key = r.key, g.split = split, g.gain = gain ? 1 : 0;
+      CAPTURE(split, gain);
+      for (int64_t i = 0; i < r.rows; ++i)
+        for (int64_t j = 0; j < r.cols; ++j) {
+          const float a = param_value(r, i, j), b = xc::fillmath::param_value(g, i, j);
+          uint32_t ua, ub;
+          std::memcpy(&ua, &a, 4);
+          std::memcpy(&ub, &b, 4);
+          REQUIRE(ua == ub);
+        }
+    }
+}
+
 TEST_CASE("the in-process world of --gpus: barrier, splits, control reductions, gather", "[exec][cuda][threads]") {
   const int n = 4;
   auto worlds = xc::make_thread_worlds(n);
