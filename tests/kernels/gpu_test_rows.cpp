@@ -79,7 +79,21 @@ TEST_CASE("gpu rmsnorm forward/backward match the CPU twin", "[gpu][kernels][rms
       rmsnorm_bwd_cuda({dDY.get(), dX.get(), dG.get(), dRR.f(), dDX.get(), dDG.f(), false, R, C, d}, nullptr);
       CHECK(rel_err(dev_f32(dY, n, d), y.f32()) <= gpu_tol(d));
       CHECK(rel_err(dRR.to_vector<float>(), rr) <= 1e-5);
-      CHECK(rel_err(dev_f32(dDX, n, d), dx.f32()) <= gpu_tol(d));
+      // dx = g rstd (dy - x rstd^2 mean(dy g x)) is a difference of terms of size |g dy rstd|; with
+      // one column they cancel to eps / (x^2 + eps) of that size, so the error is measured
+      // against the terms, not the (tiny) difference.
+      {
+        const auto got = dev_f32(dDX, n, d), want = dx.f32();
+        const std::vector<double>& gv = g.ref, &dyv = dy.ref;
+        double err = 0, scale = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double e = std::abs(double(got[size_t(i)]) - double(want[size_t(i)]));
+          err = std::isnan(e) ? INFINITY : std::max(err, e);  // NaN never passes
+          scale = std::max({scale, std::abs(double(want[size_t(i)])),
+                            std::abs(double(gv[size_t(i % C)]) * dyv[size_t(i)] * rr[size_t(i / C)])});
+        }
+        CHECK(err / scale <= gpu_tol(d));
+      }
       CHECK(rel_err(dDG.to_vector<float>(), dg) <= (R > 100000 ? 1e-3 : 1e-5));
     }
   }
