@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # paralab — every check that needs a GPU, in one command (docs/cuda_backend.md):
-#   [gpu] tests of kernels/ and of the cuda backend, compute-sanitizer memcheck on them, the
-#   kernels' bandwidth bench (vs device copy, goal >= 70 %), the backend's GEMM bench (vs cuBLAS
-#   alone, goal >= 95 %), a single-GPU `paralab execute --backend cuda` of scenarios/gpu-1.toml
-#   (summary, trace, simulation and compare) and the quickstart on one GPU with --verify.
+#   [gpu] tests of kernels/ and of the cuda backend, a single-GPU `paralab execute --backend cuda`
+#   of scenarios/gpu-1.toml (summary, trace, simulation and compare), the quickstart on one GPU
+#   with --verify, `paralab validate --backend cuda` of the single-GPU scenarios (issue #7's 5 %
+#   bar; it calibrates the GPU first), the kernels' bandwidth bench (vs device copy, goal >= 70 %),
+#   the backend's GEMM bench (vs cuBLAS alone, goal >= 95 %) and compute-sanitizer last (slowest).
+# Every check runs under `timeout ${CHECK_TIMEOUT:-300}`, so one hang costs one check, not the lease;
+# ONLY="tests_exec_cuda_cpu gpu_tests_kernels ..." runs just the named checks.
 # Results (logs, JSON, summary.md) go to bench/results/gpu/ or --out DIR.
 #
 #   bash scripts/gpu_checks.sh                      # build in build-gpu/ here and run (needs a GPU)
@@ -64,7 +67,7 @@ if [ "$BUNDLE_ONLY" = 1 ]; then
   for lib in $(ldd .gpubundle/bin/paralab | awk '/=>/ {print $3}' | grep -E 'toml'); do cp -L "$lib" .gpubundle/lib/; done
   # The device tool carries at most 64 MiB: compress the binaries (unpacked on the GPU machine).
   tar -C .gpubundle -cJf .gpubundle/bin.tar.xz bin && rm -rf .gpubundle/bin
-  grep -qx '/.gpubundle/' .git/info/exclude 2>/dev/null || echo '/.gpubundle/' >> .git/info/exclude
+  mkdir -p .git/info; grep -qx '/.gpubundle/' .git/info/exclude 2>/dev/null || echo '/.gpubundle/' >> .git/info/exclude
   du -sh .gpubundle
   echo "gpu_checks: bundle ready; on the GPU machine: bash scripts/gpu_checks.sh --bundle .gpubundle --out \$OUT"
   exit 0
@@ -77,10 +80,13 @@ declare -i FAILED=0
 check() {  # check NAME COMMAND...: runs, logs to NAME.log, records pass/fail
   local name=$1
   shift
+  # ONLY="name1 name2 ...": run just these checks (the others are not listed).
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
   echo "== $name: $*"
   local t0=$(date +%s)
-  "$@" > "$RESULTS/$name.log" 2>&1
+  timeout -k 10 "${CHECK_TIMEOUT:-300}" "$@" > "$RESULTS/$name.log" 2>&1
   local rc=$?
+  [ $rc -eq 124 ] && echo "(timed out after ${CHECK_TIMEOUT:-300} s)" >> "$RESULTS/$name.log"
   local dt=$(( $(date +%s) - t0 ))
   if [ $rc -eq 0 ]; then echo "| $name | pass | ${dt} s |" >> "$SUMMARY"
   else echo "| $name | FAIL (exit $rc) | ${dt} s |" >> "$SUMMARY"; FAILED+=1; tail -30 "$RESULTS/$name.log"; fi
@@ -114,31 +120,41 @@ PARALAB=$(bin paralab)
 check tests_exec_cuda_cpu "$(bin paralab_tests_exec_cuda)"
 check gpu_tests_kernels "$(bin paralab_gpu_tests_kernels)"
 check gpu_tests_exec_cuda "$(bin paralab_gpu_tests_exec_cuda)"
-# 2. compute-sanitizer memcheck (kernels: all; backend: device ops and one whole step).
-if command -v compute-sanitizer >/dev/null 2>&1; then
-  check memcheck_kernels compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)"
-  check memcheck_exec_cuda compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_exec_cuda)" \
-    "~[step]~[multi],one GPU, fp16 with loss scaling and SGD == CPU op by op"
-  check racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)" "[attention]"
-else
-  echo "| compute-sanitizer | not found | |" >> "$SUMMARY"
-fi
-# 3. Benches.
-check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
-check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
-# 4. Single-GPU execute of the GPU-sized scenario, its simulation and the comparison.
+# 2. Single-GPU execute of the GPU-sized scenario, its simulation and the comparison.
 check simulate_gpu1 "$PARALAB" simulate scenarios/gpu-1.toml --json --trace "$RESULTS/gpu-1.predicted.json"
 check execute_gpu1 "$PARALAB" execute scenarios/gpu-1.toml --backend cuda --json --steps 2 --trace "$RESULTS/gpu-1.measured.json"
 cp "$RESULTS/execute_gpu1.log" "$RESULTS/gpu-1.execute.json" 2>/dev/null
 check compare_gpu1 "$PARALAB" compare "$RESULTS/gpu-1.predicted.json" "$RESULTS/gpu-1.measured.json"
+# 3. Issue #7 on one GPU: validate (calibrate this GPU, simulate, execute, compare) the single-GPU
+#    scenarios; the step error bar is 5 %. Calibrations are cached under $RESULTS/cache.
+for sc in ${VALIDATE_SCENARIOS:-gpu-1 cpu-1rank-fp16}; do
+  check "validate_$sc" env PARALAB_CACHE_DIR="$RESULTS/cache" "$PARALAB" validate "scenarios/$sc.toml" --backend cuda \
+    --json --report "$RESULTS/validate_$sc.html"
+  cp "$RESULTS/validate_$sc.log" "$RESULTS/validate_$sc.json" 2>/dev/null
+done
+# 4. Verified runs: a short copy of gpu-1 (the CPU references of seq-2048 attention take minutes)
+#    and the quickstart on one GPU.
 check execute_gpu1_verify_short "$PARALAB" execute scenarios/gpu-1.toml --backend cuda --verify --set model.num_layers=2 \
-  --set training.global_batch_size=4
-# 5. The quickstart on one GPU, verified, and as a table.
+  --set training.global_batch_size=4 --set model.seq_length=512
 check execute_quickstart_verify "$PARALAB" execute scenarios/quickstart.toml --backend cuda --verify \
   --set parallel.tensor=1 --set cluster.devices_per_node=1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${NGPU:-0}" -ge 2 ]; then
   check execute_quickstart_gpus2 "$PARALAB" execute scenarios/quickstart.toml --backend cuda --gpus 2 --verify
+fi
+# 5. Benches.
+check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
+check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
+# 6. compute-sanitizer (kernels: all; backend: device ops and one whole step), slowest last.
+if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
+  echo "| compute-sanitizer | skipped (SKIP_SANITIZER=1) | |" >> "$SUMMARY"
+elif command -v compute-sanitizer >/dev/null 2>&1; then
+  check memcheck_kernels compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)"
+  check memcheck_exec_cuda compute-sanitizer --tool memcheck --error-exitcode 1 "$(bin paralab_gpu_tests_exec_cuda)" \
+    "~[step]~[multi],*fp16 with loss scaling and SGD*"
+  check racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$(bin paralab_gpu_tests_kernels)" "[attention]"
+else
+  echo "| compute-sanitizer | not found | |" >> "$SUMMARY"
 fi
 
 echo "" >> "$SUMMARY"
