@@ -222,7 +222,7 @@ std::string Runtime::describe_comm(const Op& op) const {
   return "nothing";
 }
 
-std::string Runtime::describe_op_state(OpId id) const {
+std::string Runtime::describe_op_state(OpId id, int hops) const {
   const Op& op = g_.op(id);
   const StreamState& st = streams_[static_cast<size_t>(op.stream)];
   const uint8_t s = state_[id].load();
@@ -233,10 +233,15 @@ std::string Runtime::describe_op_state(OpId id) const {
   if (cur == id) {
     if (phase == Phase::running) return is_comm(op.kind) ? "running: waits for " + describe_comm(op) : "running";
     const OpId w = st.waiting_on.load();
-    return w == kNoOp ? "about to start" : "waiting for op " + op_label(g_.op(w));
+    if (w == kNoOp) return "about to start";
+    std::string out = "waiting for op " + op_label(g_.op(w));
+    if (hops + 1 < kStreams) out += ", which is " + describe_op_state(w, hops + 1);
+    return out;
   }
   if (cur == kNoOp) return "not started (its stream has not begun)";
-  return "not started: " + std::string(to_string(op.stream)) + " is still at op " + op_label(g_.op(cur));
+  std::string out = "not started: " + std::string(to_string(op.stream)) + " is still at op " + op_label(g_.op(cur));
+  if (hops + 1 < kStreams) out += ", which is " + describe_op_state(cur, hops + 1);
+  return out;
 }
 
 std::string Runtime::describe_streams() const {

@@ -121,7 +121,10 @@ class Runtime {
   void check_cancel() const;
   [[nodiscard]] std::string describe_streams() const;
   [[nodiscard]] std::string describe_comm(const Op& op) const;
-  [[nodiscard]] std::string describe_op_state(OpId id) const;
+  // Where op `id` stands; an op waiting for another (or behind its stream's current op) says
+  // where that one stands, along the chain (at most kStreams hops), so a stall names the op
+  // at its root, whichever waiter the watchdog caught first.
+  [[nodiscard]] std::string describe_op_state(OpId id, int hops = 0) const;
 
   const RankPlan& plan_;
   const StepGraph& g_;
