@@ -236,4 +236,16 @@ bool parse_progress_line(const std::string& line, double& fraction, std::string&
   return true;
 }
 
+std::string last_lines(const std::vector<std::string>& lines, size_t n) {
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+std::string seconds_arg(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 }  // namespace paralab::calib

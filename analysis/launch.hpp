@@ -47,6 +47,13 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::function<void(const std::string&)>& on_stderr = {}, double timeout_s = 0);
 
+// A child's last `n` stderr lines, each indented by two spaces and ended by a newline: what
+// an error about a failed child quotes.
+std::string last_lines(const std::vector<std::string>& lines, size_t n);
+
+// Seconds as a command-line argument: "%g" (0.5, 2, 0.25), which paralab's options parse back.
+std::string seconds_arg(double s);
+
 // A progress bar on stderr, drawn only when stderr is a terminal (otherwise silent).
 class ProgressBar {
  public:

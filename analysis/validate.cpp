@@ -14,6 +14,8 @@
 
 #include "analysis/calibrate.hpp"
 #include "analysis/launch.hpp"
+#include "analysis/reference_runs.hpp"
+#include "analysis/temp_dir.hpp"
 #include "analysis/run_noise.hpp"
 #include "results/comm_alignment.hpp"
 #include "ir/scenario_loader.hpp"
@@ -76,17 +78,35 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
-// Seconds as a command-line argument: "%g" (0.5, 2, 0.25), which execute's --warmup parses back.
-std::string fmt_seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-std::string tail(const std::vector<std::string>& lines, size_t n) {
-  std::string out;
-  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
-  return out;
+// One `paralab calibrate` child for this scenario (`more`: its extra arguments), under
+// `prefix` (a launcher, or nothing for a plain child); its progress lines go to opts.progress
+// mapped into [lo, hi], its other stderr lines are kept for an error. Throws
+// std::runtime_error naming `job` when it fails.
+void run_calibrate(const ValidateOptions& opts, const std::filesystem::path& exe, const std::filesystem::path& out,
+                   const std::vector<std::string>& prefix, const std::vector<std::string>& env,
+                   const std::vector<std::string>& more, double lo, double hi, const std::string& job) {
+  std::vector<std::string> cmd = prefix;
+  cmd.insert(cmd.end(), {exe.string(), "calibrate", opts.scenario.string(), "--backend", opts.backend, "--out", out.string(),
+                         "--progress-lines"});
+  if (opts.quick_calibration) cmd.push_back("--quick");
+  for (const auto& x : opts.sets) {
+    cmd.push_back("--set");
+    cmd.push_back(x);
+  }
+  cmd.insert(cmd.end(), more.begin(), more.end());
+  std::vector<std::string> err;
+  const ProcessResult r = run_process(cmd, env, [&](const std::string& line) {
+    double f = 0;
+    std::string what;
+    if (parse_progress_line(line, f, what)) {
+      if (opts.progress) opts.progress(lo + (hi - lo) * f, what);
+      return;
+    }
+    err.push_back(line);
+  }, opts.timeout_s);
+  if (r.exit_code != 0)
+    throw std::runtime_error("paralab calibrate (" + job + ") failed (exit code " + std::to_string(r.exit_code) +
+                             (r.timed_out ? ", timed out" : "") + "):\n" + last_lines(err, 20));
 }
 
 }  // namespace
@@ -102,45 +122,62 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   const int64_t N = s.world_size();
   const std::filesystem::path exe = opts.paralab.empty() ? self_executable() : opts.paralab;
   std::filesystem::create_directories(opts.work_dir);
+  ReferenceRuns refs(opts, N, exe);
+  v.launch = refs.command_line();
 
-  // 1. Calibration.
+  // 1. Calibration, and 3. the reference executions. A calibration made now executes the
+  // scenario in situ over several launches; unless opts.interleave is off, those launches run
+  // between blocks of the reference's executions (the earlier ones as `calibrate --in-situ-only`
+  // jobs, the measuring job last with their traces), so that the machine's pace over these
+  // minutes is in both.
+  bool make = false;
   if (!opts.calibration.empty()) {
     if (!std::filesystem::is_regular_file(opts.calibration))
       throw std::runtime_error("calibration file not found: " + opts.calibration.string());
     v.calibration = opts.calibration;
   } else {
     v.calibration = cached_calibration_path(s, opts.backend);
-    if (opts.recalibrate || !std::filesystem::is_regular_file(v.calibration)) {
-      const auto tc = clock_type::now();
-      std::filesystem::create_directories(v.calibration.parent_path());
-      log("calibrating this machine for '" + s.name + "' (" + std::to_string(N) + " rank" + (N == 1 ? "" : "s") +
-          ", once; cached in " + v.calibration.string() + ")");
-      std::vector<std::string> cmd = {exe.string(), "calibrate", opts.scenario.string(), "--backend", opts.backend,
-                                      "--out", v.calibration.string(), "--progress-lines"};
-      if (opts.quick_calibration) cmd.push_back("--quick");
-      for (const auto& x : opts.sets) {
-        cmd.push_back("--set");
-        cmd.push_back(x);
-      }
-      std::vector<std::string> err;
-      const ProcessResult r = run_process(cmd, {}, [&](const std::string& line) {
-        double f = 0;
-        std::string what;
-        if (parse_progress_line(line, f, what)) {
-          if (opts.progress) opts.progress(f, what);
-          return;
-        }
-        err.push_back(line);
-      }, opts.timeout_s);
-      if (r.exit_code != 0)
-        throw std::runtime_error("paralab calibrate failed (exit code " + std::to_string(r.exit_code) +
-                                 (r.timed_out ? ", timed out" : "") + "):\n" + tail(err, 20));
-      v.calibration_made = true;
-      v.calibrate_s = since(tc);
-    } else {
-      log("calibration: " + v.calibration.string() + " (cached)");
-    }
+    make = opts.recalibrate || !std::filesystem::is_regular_file(v.calibration);
+    if (!make) log("calibration: " + v.calibration.string() + " (cached)");
   }
+  const int launches = std::max(1, opts.in_situ_launches);
+  if (make) {
+    std::filesystem::create_directories(v.calibration.parent_path());
+    log("calibrating this machine for '" + s.name + "' (" + std::to_string(N) + " rank" + (N == 1 ? "" : "s") +
+        ", once; cached in " + v.calibration.string() + ")");
+    const std::vector<std::string> spread = {"--in-situ-launches", std::to_string(launches)};
+    if (opts.interleave && launches > 1) {
+      v.host_drift.interleaved = true;
+      const TempDir traces("paralab-in-situ");
+      const double pre = 0.06 * (launches - 1);  // the bar's share of the earlier launches
+      double earlier_s = 0;
+      for (int k = 0; k + 1 < launches; ++k) {
+        const auto tl = clock_type::now();
+        char name[32];
+        std::snprintf(name, sizeof name, "launch-%02d", k + 1);  // name order is launch order
+        std::vector<std::string> more = spread;
+        more.insert(more.end(), {"--in-situ-only", (traces.path() / name).string()});
+        log("calibration: in-situ launch " + std::to_string(k + 1) + " of " + std::to_string(launches));
+        run_calibrate(opts, exe, v.calibration, refs.launcher().prefix, refs.launcher().env, more, pre * k / (launches - 1),
+                      pre * (k + 1) / (launches - 1), "in-situ launch " + std::to_string(k + 1));
+        earlier_s += since(tl);
+        refs.run_block(k, launches);
+      }
+      const auto tm = clock_type::now();
+      std::vector<std::string> more = spread;
+      more.insert(more.end(), {"--in-situ-from", traces.path().string(), "--earlier-s", seconds_arg(earlier_s)});
+      log("calibration: the measuring job (sweep, then in-situ launch " + std::to_string(launches) + ")");
+      run_calibrate(opts, exe, v.calibration, {}, {}, more, pre, 1.0, "the measuring job");
+      v.calibrate_s = earlier_s + since(tm);
+      refs.run_block(launches - 1, launches);
+    } else {
+      const auto tc = clock_type::now();
+      run_calibrate(opts, exe, v.calibration, {}, {}, spread, 0.0, 1.0, "calibration");
+      v.calibrate_s = since(tc);
+    }
+    v.calibration_made = true;
+  }
+  if (refs.count() == 0) refs.run_block(0, 1);
 
   // 2. Simulate on the calibrated topology.
   {
@@ -167,62 +204,12 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     log(buf);
   }
 
-  // 3. Execute: the launch a user would type, warm-up steps, the measured one.
-  const Launcher l = make_launcher(static_cast<int>(N));
-  // The execute arguments every run shares; each run adds its trace and --json.
-  const std::vector<std::string> args = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend,
-                                         "--steps", std::to_string(std::max(1, opts.steps)), "--warmup",
-                                         fmt_seconds(opts.warmup_s)};
-  v.launch = l.command_line(args);
+  // The reference: the run with the median step (its ops at their medians over the runs, below).
+  v.execute_s = refs.seconds();
+  v.runs = refs.count();
+  v.run_step_times_s = refs.step_times_s();
   std::vector<std::pair<double, int>> runs;
-  std::vector<nlohmann::json> summaries;
-  const auto te = clock_type::now();
-  // Without --runs: executions until about kRunBudgetS of them (each run's cost, launch and
-  // warm-up included, judged by the mean so far), at most kMaxAutoRuns. On a host whose ranks
-  // share cores a communication op's single-run time spreads over 10x (bench/results/
-  // validate_cpu.md, "sixth session"): its median over 15 runs is a reference a model can be
-  // scored against, over 3 it is not. At least kMinAutoRuns, so that even a long step (quickstart:
-  // 10 s) is compared at a median: its GEMM classes' MAPE was 11-14 % against one run and
-  // 7-9 % against the median of 3 (validate_cpu.md, "seventh session").
-  constexpr double kRunBudgetS = 30.0;
-  constexpr int kMinAutoRuns = 3, kMaxAutoRuns = 15;
-  const bool auto_runs = opts.runs <= 0;
-  const int max_runs = auto_runs ? kMaxAutoRuns : opts.runs;
-  for (int run = 0; run < max_runs; ++run) {
-    if (auto_runs && run >= kMinAutoRuns) {
-      const double spent = since(te);
-      if (spent + spent / run > kRunBudgetS) break;
-    }
-    v.runs = run + 1;
-    const std::filesystem::path trace = opts.work_dir / ("measured-" + std::to_string(run) + ".json");
-    std::vector<std::string> cmd = l.prefix;
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    cmd.insert(cmd.end(), {"--trace", trace.string(), "--json"});
-    for (const auto& x : opts.sets) {
-      cmd.push_back("--set");
-      cmd.push_back(x);
-    }
-    log("executing (run " + std::to_string(run + 1) + (auto_runs ? "" : " of " + std::to_string(max_runs)) + "): " + v.launch);
-    std::vector<std::string> err;
-    const ProcessResult r = run_process(cmd, l.env, [&](const std::string& line) { err.push_back(line); }, opts.timeout_s);
-    if (r.exit_code != 0)
-      throw std::runtime_error("paralab execute failed (exit code " + std::to_string(r.exit_code) +
-                               (r.timed_out ? ", timed out" : "") + "):\n" + tail(err, 20));
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(r.out);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("paralab execute printed no JSON summary: ") + e.what());
-    }
-    const double step = j.at("step_time_s").get<double>();
-    runs.emplace_back(step, run);
-    summaries.push_back(j);
-    v.run_step_times_s.push_back(step);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "measured: %.4g s per step", step);
-    log(buf);
-  }
-  v.execute_s = since(te);
+  for (int run = 0; run < v.runs; ++run) runs.emplace_back(v.run_step_times_s[static_cast<size_t>(run)], run);
   std::sort(runs.begin(), runs.end());
   const auto [median_step, chosen] = runs[(runs.size() - 1) / 2];
   if (runs.size() > 1 && median_step > 0)
@@ -239,8 +226,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       log(buf);
     }
   }
-  v.measured_summary = summaries[static_cast<size_t>(chosen)];
-  v.measured = read_result(opts.work_dir / ("measured-" + std::to_string(chosen) + ".json"));
+  v.measured_summary = refs.summaries()[static_cast<size_t>(chosen)];
+  v.measured = read_result(refs.trace(chosen));
 
   // 4. Compare, communication timed as simulated; with several runs every op takes its median
   // duration over the runs (from its start in the compared run).
@@ -252,7 +239,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     if (v.runs > 1) {
       RunDurations durations;
       for (int run = 0; run < v.runs; ++run) {
-        LoadedResult r = run == chosen ? v.measured : read_result(opts.work_dir / ("measured-" + std::to_string(run) + ".json"));
+        LoadedResult r = run == chosen ? v.measured : read_result(refs.trace(run));
         if (run != chosen) {
           add_compute_busy(r.result, ir, busy_s);
           align_comm_starts(r.result, ir);
@@ -284,6 +271,7 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   if (const auto& h = v.host_drift; h.executions > 0)
     j["calibration"]["executed"] = {{"executions", h.executions},
                                     {"launches", h.launches},
+                                    {"interleaved", h.interleaved},
                                     {"step_median_s", h.calibrated_step_s},
                                     {"measured_step_median_s", h.measured_step_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
@@ -339,11 +327,12 @@ std::string validate_table(const ValidateOutcome& v) {
   }
   if (const auto& h = v.host_drift; h.executions > 0) {
     std::snprintf(buf, sizeof buf,
-                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s);\n"
+                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s%s);\n"
                   "            these runs %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the\n"
                   "            prediction is %+.1f%% from the calibration's executions (in-sample: the model without\n"
                   "            that drift)\n\n",
                   h.calibrated_step_s, (long long)h.executions, (long long)h.launches, h.launches == 1 ? "" : "es",
+                  h.interleaved ? ", between these runs" : "",
                   h.measured_step_s, h.pct_of(h.measured_step_s),
                   h.pct_of(v.predicted.result.step_time_s));
     out += buf;

@@ -2,10 +2,12 @@
 // (docs/calibration.md, "Validate").
 //
 //   1. calibration: the given file, else the cached one for (host, backend, ranks, scenario,
-//      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it);
+//      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it),
+//      its in-situ launches run between blocks of step 3's executions;
 //   2. simulate the scenario on the calibrated topology (its trace);
 //   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace ...` (the launch of
-//      launch.hpp), a warm-up step then the measured one, possibly several runs (the median);
+//      launch.hpp), a warm-up step then the measured one, possibly several runs (the median;
+//      reference_runs.hpp);
 //   4. compare op by op, communication timed as the simulator times it (align_comm_starts).
 #pragma once
 
@@ -36,6 +38,12 @@ struct ValidateOptions {
   std::filesystem::path calibration;  // empty: cached, or made now
   bool recalibrate = false;           // ignore the cache
   bool quick_calibration = false;     // calibrate --quick when one is made
+  // A calibration made now executes the scenario in situ over this many launches (calibrate
+  // --in-situ-launches). With interleave, validate runs them itself between blocks of the
+  // reference's executions, the measuring job (sweep, fits, last launch) last: the host's pace
+  // over those minutes lands in both. Off: calibrate first, then execute.
+  int in_situ_launches = 4;
+  bool interleave = true;
   // Per execution: warm-up steps for warmup_s seconds (at least one), then `steps`, the last
   // measured. A launch's first 0.05-0.15 s of steps ran 1.3-2x slower than the steady state
   // on the 2-core build machine (docs/calibration.md, "validate").
@@ -90,6 +98,7 @@ struct ValidateOutcome {
   struct HostDrift {
     int64_t executions = 0;
     int64_t launches = 1;          // of the calibration job they spread over
+    bool interleaved = false;      // those launches ran between blocks of these runs
     double calibrated_step_s = 0;  // the calibration's executions' median step
     double measured_step_s = 0;    // these runs' median step
     // (step - calibrated) / calibrated, %: of the measured step, the machine's drift; of the

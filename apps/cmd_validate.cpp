@@ -27,6 +27,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--calibration", true, "a calibrated topology (paralab calibrate --out); default: cached or made now"},
     {"--recalibrate", false, "make a new calibration even if one is cached"},
     {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
+    {"--calibrate-first", false, "when a calibration is made: make it before executing (default: its in-situ launches run between blocks of the executions)"},
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per run, measured.json as compared (default: a temporary directory)"},
     {"--steps", true, "optimizer steps per execution after the warm-up, the last measured (default 1)"},
@@ -66,6 +67,7 @@ int run_validate(int argc, char** argv) {
     if (auto c = a.value("--calibration")) o.calibration = *c;
     o.recalibrate = a.flag("--recalibrate");
     o.quick_calibration = a.flag("--quick-calibration");
+    o.interleave = !a.flag("--calibrate-first");
     if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
     if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);

@@ -7,18 +7,22 @@
 # Run it on an otherwise idle machine; it takes about 5-7 minutes (10 with --pairs) on 2 cores,
 # after 10 s of bench/host's core steadiness (how much the cores themselves move).
 #
-#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--out DIR] [SCENARIO...]
+# --calibrate-first: each calibration made before its executions (validate's order until the
+# twenty-seventh session), not interleaved with them.
+#
+#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--calibrate-first] [--out DIR] [SCENARIO...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$root/build runs= pairs=0 out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
+build=$root/build runs= pairs=0 first= out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
 scenarios=()
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --pairs) pairs=1; shift ;;
+    --calibrate-first) first=--calibrate-first; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "validate_cpu.sh: unknown option $1" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
@@ -52,7 +56,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 for s in "${scenarios[@]}"; do
   # The work directory (predicted.json, measured-K.json, measured.json) stays in $out/$s, for
   # `paralab compare` of another prediction against the same executions.
-  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} --out-dir "$out/$s" --json \
+  "$paralab" validate "$root/scenarios/$s.toml" --backend cpu ${runs:+--runs "$runs"} $first --out-dir "$out/$s" --json \
     >"$out/$s.json" 2>"$out/$s.err" || {
     echo "| $s | failed: see $out/$s.err | | | | | | | | |"; continue; }
   python3 - "$out/$s.json" "$s" <<'PY'

@@ -42,8 +42,10 @@ assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
 # steps (the machine's drift since calibrating) and the prediction against them (the model's).
 x = v["calibration"]["executed"]
 assert x["executions"] >= 1 and x["step_median_s"] > 0, x
-# Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each.
+# Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each,
+# which validate ran between blocks of its own executions.
 assert x["launches"] == 4 and x["executions"] >= 4, x
+assert x["interleaved"] is True, x
 assert abs(x["measured_step_median_s"] - sorted(v["execute"]["runs_step_time_s"])[(runs - 1) // 2]) < 1e-12, x
 assert abs(x["host_drift_pct"] - 100 * (x["measured_step_median_s"] / x["step_median_s"] - 1)) < 1e-6, x
 assert abs(x["predicted_error_pct"] - 100 * (v["predicted"]["step_time_s"] / x["step_median_s"] - 1)) < 1e-6, x
@@ -52,6 +54,18 @@ half = v["execute"]["split_half_op_mape_pct"]
 assert (half > 0) if runs >= 4 else (half == 0), (half, runs)
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
+# The order on stderr: in-situ launch 1, runs, launch 2, runs, launch 3, runs, the measuring job, runs.
+python3 - "$work/err.txt" <<'PY' || exit 1
+import re, sys
+events = []
+for line in open(sys.argv[1]):
+    if m := re.match(r"calibration: in-situ launch (\d) of 4", line): events.append("L" + m.group(1))
+    elif line.startswith("calibration: the measuring job"): events.append("M")
+    elif line.startswith("executing (run"): events.append("r")
+    elif line.startswith("simulated:"): events.append("S")
+order = re.sub("r+", "r", "".join(events))
+assert order == "L1rL2rL3rMrS", ("validate's calibration launches and runs interleave so: " + order, events)
+PY
 # 2 ranks on a host of 2 or more cores do not share cores: mpirun binds each to a core of its
 # own, and the calibration counts the union of the ranks' affinities, not one rank's.
 if [ "$(nproc)" -ge 2 ]; then
@@ -75,4 +89,15 @@ awk -v x="$noise" 'BEGIN { exit !(x > 0) }' || { echo "run-to-run op MAPE is $no
 half=$(sed -n 's/^reference   the per-op medians of the even and the odd runs differ by \([0-9.]*\)% (MAPE).*/\1/p' "$work/out2.txt")
 [ -n "$half" ] || { echo "no split-half reference line"; cat "$work/out2.txt"; exit 1; }
 awk -v x="$half" 'BEGIN { exit !(x > 0) }' || { echo "split-half op MAPE is $half%, expected > 0"; cat "$work/out2.txt"; exit 1; }
+# --calibrate-first: the calibration is made, then the executions (the order before interleaving).
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --calibrate-first --steps 1 --runs 3 --json \
+  "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || { echo "validate --calibrate-first failed:"; cat "$work/err3.txt"; exit 1; }
+python3 - "$work/out3.json" "$work/err3.txt" <<'PY' || exit 1
+import json, sys
+v = json.load(open(sys.argv[1]))
+x = v["calibration"]["executed"]
+assert v["calibration"]["made_now"] and x["interleaved"] is False and x["launches"] == 4, x
+err = open(sys.argv[2]).read()
+assert "in-situ launch 1 of 4" not in err and err.index("calibrating") < err.index("executing (run 1 of 3)"), err
+PY
 echo "validate smoke: ok"

@@ -1,0 +1,73 @@
+// paralab — validate's reference: the scenario executed for real, several times, each run a
+// launch of its own (`mpirun -np N paralab execute SCENARIO --trace ...`), possibly in blocks
+// between the calibration's in-situ launches (docs/calibration.md, "validate").
+//
+//   ReferenceRuns refs(opts, world, exe);
+//   refs.run_block(0, 4);   // the first quarter of the runs (or of their time budget)
+//   ...                     // something else on the machine: a calibration's launch
+//   refs.run_block(3, 4);   // the last quarter
+//   refs.runs();            // (step time s, run number) of every run, in run order
+//
+// Why blocks: a 2-vCPU host's pace moves over tens of seconds to minutes. A calibration made
+// minutes before its reference carried that move into the step error (5.4-10.7 % in the
+// twenty-fifth session's passes); executing the calibration's launches between blocks of the
+// reference puts both in the same minutes (bench/results/validate_cpu.md, "twenty-seventh
+// session").
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/launch.hpp"
+#include "analysis/validate.hpp"
+
+namespace paralab::calib {
+
+class ReferenceRuns {
+ public:
+  // Without opts.runs: executions until about kBudgetS of them (each run's cost, launch and
+  // warm-up included, judged by the mean so far), at least kMinRuns, at most kMaxRuns. On a
+  // host whose ranks share cores a communication op's single-run time spreads over 10x
+  // (bench/results/validate_cpu.md, "sixth session"): its median over 15 runs is a reference a
+  // model can be scored against, over 3 it is not. At least 3 so that even a long step is
+  // compared at a median (its GEMM classes' MAPE was 11-14 % against one run, 7-9 % against
+  // the median of 3: "seventh session").
+  static constexpr double kBudgetS = 30.0;
+  static constexpr int kMinRuns = 3, kMaxRuns = 15;
+
+  ReferenceRuns(const ValidateOptions& opts, int64_t world, const std::filesystem::path& exe);
+
+  // Block `k` of `blocks` (0-based; blocks >= 1): the runs that bring the total to
+  // round(runs * (k + 1) / blocks) with opts.runs, else those that fit in that share of the
+  // time budget and the minimum. Throws std::runtime_error (with the end of the child's output)
+  // when a run fails.
+  void run_block(int k, int blocks);
+
+  [[nodiscard]] const std::string& command_line() const { return launch_; }
+  [[nodiscard]] const Launcher& launcher() const { return launcher_; }
+  [[nodiscard]] int count() const { return static_cast<int>(steps_s_.size()); }
+  [[nodiscard]] const std::vector<double>& step_times_s() const { return steps_s_; }
+  [[nodiscard]] const std::vector<nlohmann::json>& summaries() const { return summaries_; }
+  // The trace of run `run` (0-based): work_dir/measured-<run>.json.
+  [[nodiscard]] std::filesystem::path trace(int run) const;
+  // Seconds spent executing (launches included), over all blocks.
+  [[nodiscard]] double seconds() const { return spent_s_; }
+
+ private:
+  void run_one();
+
+  const ValidateOptions& opts_;
+  Launcher launcher_;
+  std::vector<std::string> args_;  // the execute arguments every run shares
+  std::string launch_;
+  std::vector<double> steps_s_;
+  std::vector<nlohmann::json> summaries_;
+  double spent_s_ = 0;
+};
+
+}  // namespace paralab::calib
