@@ -8,11 +8,10 @@
 //   refs.run_block(3, 4);   // the last quarter
 //   refs.runs();            // (step time s, run number) of every run, in run order
 //
-// Why blocks: a 2-vCPU host's pace moves over tens of seconds to minutes. A calibration made
-// minutes before its reference carried that move into the step error (5.4-10.7 % in the
-// twenty-fifth session's passes); executing the calibration's launches between blocks of the
-// reference puts both in the same minutes (bench/results/validate_cpu.md, "twenty-seventh
-// session").
+// Why blocks: validate --interleave runs a calibration's in-situ launches between them, so
+// that a host whose pace moves over minutes shows the same minutes to both. On the 2-core build
+// machine that did not narrow the drift between the two (bench/results/validate_cpu.md,
+// "twenty-seventh session"), so it is not the default.
 #pragma once
 
 #include <chrono>

@@ -2,8 +2,8 @@
 // (docs/calibration.md, "Validate").
 //
 //   1. calibration: the given file, else the cached one for (host, backend, ranks, scenario,
-//      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it),
-//      its in-situ launches run between blocks of step 3's executions;
+//      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it;
+//      with interleave, its in-situ launches run between blocks of step 3's executions);
 //   2. simulate the scenario on the calibrated topology (its trace);
 //   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace ...` (the launch of
 //      launch.hpp), a warm-up step then the measured one, possibly several runs (the median;
@@ -40,10 +40,13 @@ struct ValidateOptions {
   bool quick_calibration = false;     // calibrate --quick when one is made
   // A calibration made now executes the scenario in situ over this many launches (calibrate
   // --in-situ-launches). With interleave, validate runs them itself between blocks of the
-  // reference's executions, the measuring job (sweep, fits, last launch) last: the host's pace
-  // over those minutes lands in both. Off: calibrate first, then execute.
+  // reference's executions, the measuring job (sweep, fits, last launch) last, so that a move
+  // of the host's pace over those minutes lands in both. Off (the default): calibrate first,
+  // then execute. On the 2-core build machine neither interleaving nor 10 launches instead of
+  // 4 narrowed the drift between the two or the step error (bench/results/validate_cpu.md,
+  // "twenty-seventh session").
   int in_situ_launches = 4;
-  bool interleave = true;
+  bool interleave = false;
   // Per execution: warm-up steps for warmup_s seconds (at least one), then `steps`, the last
   // measured. A launch's first 0.05-0.15 s of steps ran 1.3-2x slower than the steady state
   // on the 2-core build machine (docs/calibration.md, "validate").

@@ -27,7 +27,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--calibration", true, "a calibrated topology (paralab calibrate --out); default: cached or made now"},
     {"--recalibrate", false, "make a new calibration even if one is cached"},
     {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
-    {"--calibrate-first", false, "when a calibration is made: make it before executing (default: its in-situ launches run between blocks of the executions)"},
+    {"--in-situ-launches", true, "when a calibration is made: launches its executions of the scenario spread over (default 4)"},
+    {"--interleave", false, "when a calibration is made: run its in-situ launches between blocks of the executions (default: calibrate first)"},
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per run, measured.json as compared (default: a temporary directory)"},
     {"--steps", true, "optimizer steps per execution after the warm-up, the last measured (default 1)"},
@@ -67,7 +68,8 @@ int run_validate(int argc, char** argv) {
     if (auto c = a.value("--calibration")) o.calibration = *c;
     o.recalibrate = a.flag("--recalibrate");
     o.quick_calibration = a.flag("--quick-calibration");
-    o.interleave = !a.flag("--calibrate-first");
+    o.interleave = a.flag("--interleave");
+    if (auto l = a.value("--in-situ-launches")) o.in_situ_launches = parse_int("--in-situ-launches", *l, 1, 20);
     if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
     if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);

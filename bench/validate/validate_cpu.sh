@@ -7,10 +7,10 @@
 # Run it on an otherwise idle machine; it takes about 5-7 minutes (10 with --pairs) on 2 cores,
 # after 10 s of bench/host's core steadiness (how much the cores themselves move).
 #
-# --calibrate-first: each calibration made before its executions (validate's order until the
-# twenty-seventh session), not interleaved with them.
+# --interleave: each calibration's in-situ launches run between blocks of its executions
+# (validate --interleave); --in-situ-launches K: how many (default 4).
 #
-#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--calibrate-first] [--out DIR] [SCENARIO...]
+#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--interleave] [--in-situ-launches K] [--out DIR] [SCENARIO...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build runs= pairs=0 first= out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
@@ -20,7 +20,8 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --pairs) pairs=1; shift ;;
-    --calibrate-first) first=--calibrate-first; shift ;;
+    --interleave) first="$first --interleave"; shift ;;
+    --in-situ-launches) first="$first --in-situ-launches $2"; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "validate_cpu.sh: unknown option $1" >&2; exit 2 ;;

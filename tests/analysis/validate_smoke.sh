@@ -13,7 +13,7 @@ mkdir -p "$work"
 export PARALAB_CACHE_DIR="$work/cache"
 shrink=(--set model.num_layers=2 --set training.global_batch_size=2)
 
-"$paralab" validate "$scenario" --backend cpu --quick-calibration --steps 1 --json \
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --interleave --steps 1 --json \
   --report "$work/report.html" --out-dir "$work/traces" "${shrink[@]}" >"$work/out.json" 2>"$work/err.txt" || {
   echo "validate failed:"; cat "$work/err.txt"; exit 1; }
 for key in '"predicted"' '"measured"' '"step_time_error_pct"' '"op_mape_pct"' '"step_time_s"'; do
@@ -43,7 +43,7 @@ assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
 x = v["calibration"]["executed"]
 assert x["executions"] >= 1 and x["step_median_s"] > 0, x
 # Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each,
-# which validate ran between blocks of its own executions.
+# which validate ran between blocks of its own executions (--interleave).
 assert x["launches"] == 4 and x["executions"] >= 4, x
 assert x["interleaved"] is True, x
 assert abs(x["measured_step_median_s"] - sorted(v["execute"]["runs_step_time_s"])[(runs - 1) // 2]) < 1e-12, x
@@ -89,14 +89,15 @@ awk -v x="$noise" 'BEGIN { exit !(x > 0) }' || { echo "run-to-run op MAPE is $no
 half=$(sed -n 's/^reference   the per-op medians of the even and the odd runs differ by \([0-9.]*\)% (MAPE).*/\1/p' "$work/out2.txt")
 [ -n "$half" ] || { echo "no split-half reference line"; cat "$work/out2.txt"; exit 1; }
 awk -v x="$half" 'BEGIN { exit !(x > 0) }' || { echo "split-half op MAPE is $half%, expected > 0"; cat "$work/out2.txt"; exit 1; }
-# --calibrate-first: the calibration is made, then the executions (the order before interleaving).
-"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --calibrate-first --steps 1 --runs 3 --json \
-  "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || { echo "validate --calibrate-first failed:"; cat "$work/err3.txt"; exit 1; }
+# By default the calibration is made first, then the executions; --in-situ-launches sets how
+# many launches its executions spread over.
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --in-situ-launches 2 --steps 1 --runs 3 --json \
+  "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || { echo "validate (calibrate first) failed:"; cat "$work/err3.txt"; exit 1; }
 python3 - "$work/out3.json" "$work/err3.txt" <<'PY' || exit 1
 import json, sys
 v = json.load(open(sys.argv[1]))
 x = v["calibration"]["executed"]
-assert v["calibration"]["made_now"] and x["interleaved"] is False and x["launches"] == 4, x
+assert v["calibration"]["made_now"] and x["interleaved"] is False and x["launches"] == 2, x
 err = open(sys.argv[2]).read()
 assert "in-situ launch 1 of 4" not in err and err.index("calibrating") < err.index("executing (run 1 of 3)"), err
 PY
