@@ -6,7 +6,7 @@
 //   refs.run_block(0, 4);   // the first quarter of the runs (or of their time budget)
 //   ...                     // something else on the machine: a calibration's launch
 //   refs.run_block(3, 4);   // the last quarter
-//   refs.runs();            // (step time s, run number) of every run, in run order
+//   refs.step_times_s();    // every run's step time (s), in run order; refs.trace(k) its trace
 //
 // Why blocks: validate --interleave runs a calibration's in-situ launches between them, so
 // that a host whose pace moves over minutes shows the same minutes to both. On the 2-core build
@@ -17,7 +17,6 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
