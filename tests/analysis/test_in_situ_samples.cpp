@@ -1,0 +1,365 @@
+// paralab tests — the in-situ samples: what a measured step of the executor adds to the
+// calibration (dispatch and hand-off gaps, the arrival skew's drift, sleeping pollers, the
+// per-call costs and the bytes' slow-down), read back from synthetic steps with known values.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "analysis/calibrate.hpp"
+#include "analysis/in_situ.hpp"
+#include "analysis/lad_fit.hpp"
+#include "analysis/measure.hpp"
+#include "analysis/validate.hpp"
+#include "ir/step_ir.hpp"
+#include "ir/topology_loader.hpp"
+#include "results/comm_alignment.hpp"
+#include "results/result_io.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/simulate.hpp"
+#include "../ir/test_util.hpp"
+#include "calibrate_test_util.hpp"
+
+using namespace paralab;
+using namespace paralab::calib;
+using namespace paralab::calib::testing;
+
+namespace {
+
+// The per-call extra fit_all takes from calls of one size (no slope to fit): the extras'
+// median weighted by 1 / the call's time (the per-op comparison scores relative errors).
+double weighted_extra(const std::vector<double>& extras, double fit_us) {
+  std::vector<std::pair<double, double>> vw;
+  for (double e : extras) vw.push_back({e, 1.0 / std::max(1.0, fit_us + e)});
+  return weighted_median(vw);
+}
+
+std::vector<double> range_us(double from, int n, double step = 1.0) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(from + step * i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("in situ, the arrival skew's drift is read from the time since compute last waited", "[analysis][calibrate]") {
+  constexpr double kDrift = 0.25;
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host"));
+  s.topology.device.dispatch_us = s.topology.device.stream_handoff_us = 0.0;
+  s.topology.collectives.sync_skew_us = 0.0;
+  s.topology.collectives.sync_drift = kDrift;
+  const StepIR ir = build_step_ir(s);
+  const sim::Simulation sim = sim::simulate(ir);
+  InSituSamples in;
+  collect_in_situ(ir, sim.result, "execution test", in);
+
+  std::map<std::pair<int64_t, OpId>, const OpTiming*> at;
+  for (const OpTiming& t : sim.result.ops) at[{t.rank, t.op}] = &t;
+  size_t i = 0, synced = 0;
+  for (const OpTiming& t : sim.result.ops) {
+    const StepGraph& g = ir.graph_for(t.rank);
+    const Op& op = g.op(t.op);
+    const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
+    if (!in_stage || ir.group_of(t.rank, op).size() < 2) continue;
+    double release = 0;  // the end of the last constraint: its dependencies and its stream predecessor
+    for (OpId d : op.deps) release = std::max(release, at.at({t.rank, d})->end_us);
+    const auto& stream = g.streams[static_cast<size_t>(op.stream)];
+    const auto pos = std::find(stream.begin(), stream.end(), op.id);
+    if (pos != stream.begin()) release = std::max(release, at.at({t.rank, *std::prev(pos)})->end_us);
+    REQUIRE(i < in.arrivals.size());
+    CAPTURE(t.rank, op.full_name());
+    const Arrival& a = in.arrivals[i];
+    CHECK(a.since_us == Approx((t.start_us - release) * (1 + kDrift) / kDrift).margin(1e-6));
+    CHECK(a.wait_us == 0.0);  // a simulated stage's members arrive together
+    CHECK(a.spread_us == 0.0);
+    synced += a.since_us < t.start_us - 1e-6;  // some compute waited for a call before it
+    ++i;
+  }
+  CHECK(i == in.arrivals.size());
+  CHECK(i > 10);
+  CHECK(synced > 0);
+  // The rate is a ratio of sums, without the largest waits; it is used where it tells the
+  // calls with a sleeping member (spread > 500 us) better than no drift does.
+  const std::vector<Arrival> three = {{1, 10, 0}, {2, 20, 0}, {1000, 30, 0}};
+  CHECK(fit_drift({{1, 10, 0}, {2, 20, 0}, {3, 30, 0}}, 500, 0.0).rate == Approx(0.1));
+  CHECK(fit_drift(three, 500, 0.34).rate == Approx(0.1));  // the largest wait dropped
+  CHECK(fit_drift({{0, 0, 0}, {0, 0, 0}}, 500, 0.0).rate == 0.0);
+  CHECK(fit_drift({}, 500, 0.0).rate == 0.0);
+  // Rate 0.05: 2 x 0.05 x since > 500 us from since 5 ms.
+  const std::vector<Arrival> told = {{0, 1000, 100}, {100, 1000, 100}, {0, 9000, 1800}, {900, 9000, 1800}};
+  const DriftFit good = fit_drift(told, 500, 0.0);
+  CHECK(good.rate == Approx(0.05));
+  CHECK(good.right == Approx(1.0));
+  CHECK(good.right_twice == Approx(1.0));
+  CHECK(good.right_awake == Approx(0.5));
+  CHECK(good.spread == Approx(500.0 / 5000.0));
+  CHECK(good.use());
+  // The same waits, but the long one after a short time: the drift tells no better than none.
+  const std::vector<Arrival> untold = {{0, 9000, 100}, {100, 9000, 100}, {0, 1000, 1800}, {900, 1000, 1800}};
+  const DriftFit bad = fit_drift(untold, 500, 0.0);
+  CHECK(bad.rate == Approx(0.05));
+  CHECK(bad.right == Approx(bad.right_awake));  // no threshold does better than none asleep
+  CHECK(bad.spread == 0.0);
+  CHECK_FALSE(bad.use());
+  // Members weigh 1 / their call's time: two 400 us calls with a sleeper told right by the
+  // drift, one 100 us awake call put to sleep by it, one 100 us call left awake.
+  std::vector<Arrival> mixed = {{0, 9000, 900, 400}, {900, 9000, 900, 400}, {0, 9000, 900, 400}, {900, 9000, 900, 400},
+                                {0, 9000, 0, 100},   {0, 9000, 0, 100},     {0, 1000, 0, 100},   {0, 1000, 0, 100}};
+  const DriftFit weighed = fit_drift(mixed, 500, 0.0);
+  CHECK(weighed.rate == Approx(1800.0 / 56000.0));
+  CHECK(weighed.right_twice == Approx(0.6));  // (4/400 + 2/100) / (4/400 + 4/100)
+  CHECK(weighed.right_awake == Approx(0.8));  // (4/100) / (4/400 + 4/100)
+  CHECK(weighed.right == Approx(0.8));        // no threshold beats "none asleep"
+  CHECK(weighed.spread == 0.0);
+  CHECK_FALSE(weighed.use());
+  for (Arrival& a : mixed) a.time_us = 0;  // unknown times weigh alike: 6 of 8 right, 4 of 8 awake
+  const DriftFit alike = fit_drift(mixed, 500, 0.0);
+  CHECK(alike.right == Approx(0.75));
+  CHECK(alike.right_awake == Approx(0.5));
+  CHECK(alike.spread == Approx(500.0 / 5000.0));  // asleep from 5 ms since: between 1 and 9 ms
+  CHECK(alike.use());
+  CHECK_FALSE(fit_drift(told, 0.0, 0.0).use());  // no spin window (a GPU): never
+  CHECK_FALSE(DriftFit{0.1, 1.0, 0.97, 0.2}.use());  // better by a hair: not worth moving every wait
+  CHECK(DriftFit{0.1, 0.9, 0.8, 0.2}.use());
+  CHECK_FALSE(DriftFit{0.1, 0.9, 0.8, 0.0}.use());  // no threshold found
+  // Rank 1 posting every tensor-parallel collective 700 us early: it waits 700 us, rank 0 none,
+  // and both members' calls spread over 700 us (the early one's poller slept).
+  // (The simulator reports the stage's representative, rank 0: rank 1 runs the same ops.)
+  StepResult early = sim.result;
+  REQUIRE(std::all_of(early.ops.begin(), early.ops.end(), [](const OpTiming& t) { return t.rank == 0; }));
+  for (const OpTiming& t : sim.result.ops) early.ops.push_back({1, t.op, t.start_us, t.end_us});
+  for (OpTiming& t : early.ops)
+    if (const auto* c = ir.graph_for(t.rank).op(t.op).collective(); c && c->group == GroupKind::tp && t.rank == 1) t.start_us -= 700.0;
+  InSituSamples spread;
+  collect_in_situ(ir, early, "execution test", spread);
+  size_t tp_calls = 0, spread_calls = 0, waited_calls = 0;
+  for (const Op& op : ir.stages[0].ops)
+    if (const auto* c = op.collective(); c && c->group == GroupKind::tp && c->bytes > 0) ++tp_calls;
+  for (const CommSample& c : spread.comm) {
+    CHECK((c.spread_us == Approx(700.0) || c.spread_us == Approx(0.0).margin(1e-9)));
+    spread_calls += c.spread_us > 1.0;
+    waited_calls += c.waited_us > 1.0;
+    CHECK(c.waited_us <= c.spread_us + 1e-9);
+  }
+  CHECK(tp_calls > 10);
+  CHECK(spread_calls == 2 * tp_calls);  // both members of each
+  CHECK(waited_calls == tp_calls);      // rank 1's
+
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  r.in_situ = in;
+  // Waits in proportion to the times since, and spreads of twice the wait: the drift tells every
+  // sleeper (some spreads exceed the window, some not).
+  std::vector<double> since;
+  for (const Arrival& a : r.in_situ.arrivals) since.push_back(a.since_us);
+  std::sort(since.begin(), since.end());
+  const double rate = 0.25 * exec::kPollSpinUs / since[since.size() / 2];  // members beyond the median time sleep
+  size_t asleep = 0;
+  for (Arrival& a : r.in_situ.arrivals) {
+    a.wait_us = rate * a.since_us;
+    a.spread_us = 2 * a.wait_us;
+    a.time_us = 100;  // calls of one time weigh alike (the weighting has its own checks above)
+    asleep += a.spread_us > exec::kPollSpinUs;
+  }
+  REQUIRE(asleep > 0);
+  REQUIRE(asleep < r.in_situ.arrivals.size());
+  fit_all(r);
+  CHECK(r.drift.right == Approx(1.0));
+  CHECK(r.sync_drift() == Approx(rate));
+  CHECK(r.sync_skew_us == 0.0);
+  // The fitted spread tells every member as twice the rate does (here the spread is twice the wait).
+  for (const Arrival& a : r.in_situ.arrivals) CHECK((r.spread_drift() * a.since_us > exec::kPollSpinUs) == (a.spread_us > exec::kPollSpinUs));
+  test::TempFile topo(topology_toml(r), "calibrated-drift.toml");
+  const Topology t = load_topology(topo.path());
+  CHECK(t.collectives.sync_drift == Approx(rate).epsilon(1e-5));
+  CHECK(t.collectives.spread_drift == Approx(r.spread_drift()).epsilon(1e-5));
+  CHECK(t.collectives.sync_skew_us == 0.0);
+}
+
+// CollectiveSpec::wake_us: executed calls that ended after a poller's spin window set the wake
+// time, the others the per-call extra; with too few of either kind all of them set the extra
+// alone. Which poller counts mirrors the simulator: with the drift used (the simulator then
+// sleeps a call's earliest member), the call's spread (its first member's wait for the last)
+// plus the fitted call time beyond exec::kPollSpinUs, so a last member that waited for no one
+// is asleep with its call; without it, the member's own wait.
+TEST_CASE("in situ, calls ending after the spin window set wake_us, the others the per-call extra", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  // Arrivals the drift tells (fit_drift's test): it is used.
+  const std::vector<Arrival> drifting = {{0, 1000, 100}, {100, 1000, 100}, {0, 9000, 1800}, {900, 9000, 1800}};
+  for (const bool drift : {true, false})
+    for (const int asleep : {25, 5}) {
+      CalibrationResult r = synthetic_result(base_ir);
+      if (drift) r.in_situ.arrivals = drifting;
+      const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+      const double long_wait = exec::kPollSpinUs + 100.0;
+      for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0, 0.0});
+      for (int i = 0; i < asleep; ++i) {
+        CommSample c{CommPattern::send_recv, 2, 16384, fit + 314.5 + 20.0 * (i % 3 - 1), 1, 0.0, 0.0};
+        c.spread_us = long_wait;             // the call's first member waited
+        if (!drift) c.waited_us = long_wait;  // ... and, without the drift, so did this one
+        r.in_situ.comm.push_back(c);
+      }
+      fit_all(r);
+      CAPTURE(drift, asleep);
+      CHECK(r.drift.use() == drift);
+      REQUIRE(r.have_in_situ_comm());
+      test::TempFile topo(topology_toml(r), "calibrated-wake.toml");
+      const Topology t = load_topology(topo.path());
+      // Awake calls 0..29 us beyond the fit: their weighted median is below the plain 14.5
+      // (the shorter calls weigh more); the sleepers' 294.5 / 314.5 / 334.5 us likewise.
+      const double awake_extra = weighted_extra(range_us(0, 30), fit);
+      CHECK(awake_extra < 14.5);
+      CHECK(awake_extra >= 10.0);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);  // one size of call: nothing to split
+      if (asleep >= 20) {
+        CHECK(r.in_situ_awake_calls == 30);
+        CHECK(r.in_situ_asleep_calls == 25);
+        CHECK(r.comm_in_situ_extra_us == Approx(awake_extra));
+        CHECK(r.wake_us == Approx(314.5 - awake_extra));
+        CHECK(t.collectives.wake_us == Approx(314.5 - awake_extra));
+      } else {
+        std::vector<double> all = range_us(0, 30);
+        for (int i = 0; i < asleep; ++i) all.push_back(314.5 + 20.0 * (i % 3 - 1));
+        CHECK(r.in_situ_asleep_calls == 0);
+        CHECK(r.wake_us == 0.0);
+        CHECK(r.comm_in_situ_extra_us == Approx(weighted_extra(all, fit)));  // all 35 alike
+        CHECK(t.collectives.wake_us == 0.0);
+      }
+      CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+    }
+  // Without the drift, last members of spread calls (no wait of their own) are awake.
+  CalibrationResult r = synthetic_result(base_ir);
+  const double fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+  for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + i, 1, 0.0, 0.0});
+  for (int i = 0; i < 25; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, fit + 314.5, 1, 0.0, exec::kPollSpinUs + 100.0});
+  fit_all(r);
+  CHECK_FALSE(r.drift.use());
+  CHECK(r.in_situ_asleep_calls == 0);
+  CHECK(r.in_situ_awake_calls == 55);
+}
+
+// Transfers and collectives set their own per-call extras once 20 of each were seen awake
+// (a collective's ring needs every member's thread, a transfer its receiver's); with fewer,
+// both are the median over all, and the file leaves p2p_launch_lat_us out (launch's then).
+TEST_CASE("in situ, transfers and collectives each set their own per-call extra", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  // {collectives, transfers ending after their spin window}: 5 such are too few for a wake
+  // time, so they join the awake ones (listed first, so their order in the samples matters).
+  for (const auto& [collectives, asleep] : {std::pair{30, 0}, std::pair{10, 0}, std::pair{30, 5}}) {
+    CalibrationResult r = synthetic_result(base_ir);
+    const double p2p_fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+    const double ar_fit = r.comm_fit.predict_us(CommPattern::all_reduce, 2, 16384);
+    for (int i = 0; i < asleep; ++i)
+      r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, p2p_fit + 500, 1, exec::kPollSpinUs + 100.0, exec::kPollSpinUs + 100.0});
+    for (int i = 0; i < 30; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, p2p_fit + i, 1, 0.0, 0.0});
+    for (int i = 0; i < collectives; ++i) r.in_situ.comm.push_back({CommPattern::all_reduce, 2, 16384, ar_fit + 100 + i, 1, 0.0, 0.0});
+    fit_all(r);
+    CAPTURE(collectives, asleep);
+    REQUIRE(r.have_in_situ_comm());
+    CHECK(r.in_situ_asleep_calls == 0);
+    test::TempFile topo(topology_toml(r), "calibrated-p2p.toml");
+    const Topology t = load_topology(topo.path());
+    CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+    if (collectives >= 20) {
+      // Transfers: 0..29 us beyond the fit (and 500 us for the late ones); collectives
+      // 100..129 us. Each kind is of one size, so its own per-call cost takes it all.
+      std::vector<double> p2p_extras = range_us(0, 30);
+      p2p_extras.insert(p2p_extras.end(), static_cast<size_t>(asleep), 500.0);
+      const double p2p_extra = weighted_extra(p2p_extras, p2p_fit);
+      CHECK(r.p2p_extra_own);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);
+      CHECK(r.in_situ_awake_transfers == static_cast<size_t>(30 + asleep));
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_extra(range_us(100, 30), ar_fit)));
+      CHECK(r.p2p_in_situ_extra_us == Approx(p2p_extra));
+      REQUIRE(t.collectives.p2p_launch_lat_us);
+      CHECK(t.collectives.p2p_launch_us() == Approx(r.comm_fit.launch_us + p2p_extra).epsilon(1e-5));
+    } else {
+      // One per-call cost for both (an all-reduce of 16 KB puts as many bytes on its link as a
+      // 16 KB transfer here, so no slope tells them apart): the weighted median of all 40.
+      std::vector<std::pair<double, double>> all;
+      for (double e : range_us(0, 30)) all.push_back({e, 1.0 / (p2p_fit + e)});
+      for (double e : range_us(100, collectives)) all.push_back({e, 1.0 / (ar_fit + e)});
+      CHECK_FALSE(r.p2p_extra_own);
+      CHECK(r.comm_in_situ_bytes_slowdown == 0.0);
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_median(all)));
+      CHECK(r.comm_in_situ_extra_us == Approx(r.p2p_in_situ_extra_us));
+      CHECK_FALSE(t.collectives.p2p_launch_lat_us);
+      CHECK(t.collectives.p2p_launch_us() == t.collectives.launch_lat_us);
+    }
+  }
+}
+
+// The executed step's calls move their bytes slower than the sweep's warm, reused buffers:
+// over calls of several sizes, the per-call cost and that slow-down are fitted together
+// (lad_fit.hpp), and the calibrated topology carries the slow-down as intra_efficiency (the
+// reductions' rate with it). A constant alone would over-predict the small calls and
+// under-predict the large ones.
+TEST_CASE("in situ, calls of several sizes set the per-call cost and the bytes' slow-down", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  // The sweep's reduce-scatters also combine their bytes at 6 GB/s (its all-reduces do not:
+  // the fit lands between), to see that rate scaled too.
+  for (int64_t bytes = 256; bytes <= (int64_t{1} << 20); bytes *= 16) {
+    const double b = static_cast<double>(bytes);
+    r.comm.push_back({CommPattern::reduce_scatter, DType::f32, 2, bytes,
+                      {20.0 + 4.0 + comm_wire_bytes(CommPattern::reduce_scatter, 2, b) / 3e3 +
+                       comm_reduced_bytes(CommPattern::reduce_scatter, 2, b) / 6e3},
+                      0});
+  }
+  fit_all(r);
+  REQUIRE(r.comm_fit.reduce_gbps() > 0.0);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < 400; ++i)
+    for (CommPattern p : {CommPattern::all_gather, CommPattern::reduce_scatter}) {
+      const double bytes = std::pow(2.0, 10 + i % 11);  // 1 KB .. 1 MB
+      const double fit = r.comm_fit.predict_us(p, 2, bytes);
+      double t = fit + 25.0 + 1.5 * r.comm_fit.bytes_us(p, 2, bytes);
+      t *= 1.0 + 0.08 * (2 * u(rng) - 1);
+      if (i % 9 == 0) t += 3000.0 * u(rng);  // a descheduled rank now and then
+      r.in_situ.comm.push_back({p, 2, bytes, t, 1, 0.0, 0.0});
+    }
+  fit_all(r);  // the sweep's fit again, and the in-situ split
+  REQUIRE(r.have_in_situ_comm());
+  const double c = r.comm_in_situ_bytes_slowdown;
+  CHECK(c == Approx(1.5).epsilon(0.1));
+  CHECK(r.comm_in_situ_extra_us == Approx(25.0).epsilon(0.15));
+  test::TempFile topo(topology_toml(r), "calibrated-slowdown.toml");
+  const Topology t = load_topology(topo.path());
+  CHECK(t.node.intra_link.efficiency == Approx(1.0 / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.node.intra_link.effective_bw_gbps() == Approx(r.comm_fit.gbps() / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.collectives.reduce_gbps == Approx(r.comm_fit.reduce_gbps() / (1.0 + c)).epsilon(1e-5));
+  CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+}
+
+// An executed call's samples are taken together first (their median), as the per-op
+// comparison takes an op's runs: 30 calls each executed 3 times, once fast (5 us beyond the
+// fit) and twice waiting for a core (150 us). Pooled, the 1 / time weights would pick 5 us;
+// per call, each is a 150 us call, as its measured reference will be.
+TEST_CASE("in situ, a call's executions count once, by their median", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  const double fit = r.comm_fit.predict_us(CommPattern::all_gather, 2, 16384);
+  for (int exec = 0; exec < 3; ++exec)
+    for (int call = 0; call < 30; ++call) {
+      CommSample c{CommPattern::all_gather, 2, 16384, fit + (exec == 0 ? 5.0 : 150.0), 1, 0.0, 0.0};
+      c.rank = call % 2;
+      c.op = call / 2;
+      r.in_situ.comm.push_back(c);
+    }
+  fit_all(r);
+  CHECK(r.in_situ_awake_calls == 30);
+  CHECK(r.comm_in_situ_extra_us == Approx(150.0));
+  // The same samples without their calls: pooled, the fast ones win.
+  for (CommSample& c : r.in_situ.comm) c.op = -1;
+  fit_all(r);
+  CHECK(r.in_situ_awake_calls == 90);
+  CHECK(r.comm_in_situ_extra_us == Approx(5.0));
+}
+
+// finalize aligns only measured results (results/step_result.cpp): a simulated step starts
+// every call when its members have arrived, waits included, so alignment moves nothing.
