@@ -4,16 +4,12 @@
 #include <algorithm>
 #include <map>
 
+#include "exec/fill_math.hpp"
 #include "ir/error.hpp"
 
 namespace paralab::exec {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+uint64_t mix64(uint64_t x) { return fillmath::mix64(x); }
 
 uint64_t seed_key(std::initializer_list<uint64_t> parts) {
   uint64_t h = 0x243F6A8885A308D3ull;

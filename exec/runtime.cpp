@@ -129,10 +129,11 @@ void Runtime::initialize() {
     if (first >= last) continue;
     void* dst = static_cast<char*>(ptr_[r.buffer].load()) + (first - lo) * bytes_of(buf.dtype);
     if (backend_.fill_params(dst, buf.dtype, r, first - r.offset, last - first)) continue;
+    const fillmath::ParamGeo geo = param_geo(r);
     std::vector<float> v(static_cast<size_t>(last - first));
     for (int64_t e = first; e < last; ++e) {
       const int64_t local = e - r.offset;
-      v[static_cast<size_t>(e - first)] = param_value(r, local / r.cols, local % r.cols);
+      v[static_cast<size_t>(e - first)] = fillmath::param_value(geo, local / r.cols, local % r.cols);
     }
     std::vector<uint8_t> bytes(v.size() * static_cast<size_t>(bytes_of(buf.dtype)));
     for (size_t i = 0; i < v.size(); ++i) {
@@ -378,14 +379,12 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
       const bool observe = opts_.observer && opts_.observer->wants(op);
       // The observer's host work counts as progress for the watchdog (observing_).
       auto observed = [&](auto&& f) {
-        observing_.fetch_add(1);
-        try {
-          f();
-        } catch (...) {
-          observing_.fetch_sub(1);
-          throw;
-        }
-        observing_.fetch_sub(1);
+        struct Observing {
+          std::atomic<int>& n;
+          explicit Observing(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+          ~Observing() { n.fetch_sub(1); }
+        } guard(observing_);
+        f();
         last_progress_ns_.store(now_ns());
       };
       if (observe) observed([&] { opts_.observer->before(call); });

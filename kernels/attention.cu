@@ -326,13 +326,6 @@ void dispatch_dpl(int64_t head_dim, F&& f) {
   else f(std::integral_constant<int, 8>{});
 }
 
-// Raises the kernel's dynamic shared-memory limit when it needs more than the 48 KiB default.
-template <class K>
-void set_smem(K kernel, size_t bytes) {
-  PARALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
 }  // namespace
 
 void flash_attention_fwd_cuda(const AttentionFwdArgs& a, cudaStream_t stream) {
@@ -347,7 +340,7 @@ void flash_attention_fwd_cuda(const AttentionFwdArgs& a, cudaStream_t stream) {
     using T = cu::elem_t<decltype(tag)>;
     dispatch_dpl(a.head_dim, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
-      set_smem(flash_fwd_kernel<T, DPL>, smem);
+      cu::set_smem(flash_fwd_kernel<T, DPL>, smem);
       flash_fwd_kernel<T, DPL><<<grid, kThreads, smem, stream>>>(
           static_cast<const T*>(a.q), static_cast<const T*>(a.k), static_cast<const T*>(a.v),
           static_cast<T*>(a.out), a.lse, int(a.heads), int(a.kv_heads), S, D, scale, a.causal);
@@ -377,7 +370,7 @@ void flash_attention_bwd_cuda(const AttentionBwdArgs& a, cudaStream_t stream) {
     dispatch_dpl(a.head_dim, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
       const size_t smem_dq = sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1));
-      set_smem(flash_bwd_dq_kernel<T, DPL>, smem_dq);
+      cu::set_smem(flash_bwd_dq_kernel<T, DPL>, smem_dq);
       const dim3 grid_q(unsigned((S + kTile - 1) / kTile), unsigned(a.heads),
                         unsigned(a.batch));
       flash_bwd_dq_kernel<T, DPL><<<grid_q, kThreads, smem_dq, stream>>>(
@@ -386,7 +379,7 @@ void flash_attention_bwd_cuda(const AttentionBwdArgs& a, cudaStream_t stream) {
       PARALAB_CUDA_CHECK_LAUNCH();
       const size_t smem_kv =
           sizeof(float) * size_t(2 * kTile * D + 2 * kKeys * (D + 1) + 2 * kKeys);
-      set_smem(flash_bwd_dkdv_kernel<T, DPL>, smem_kv);
+      cu::set_smem(flash_bwd_dkdv_kernel<T, DPL>, smem_kv);
       const dim3 grid_k(unsigned((S + kTile - 1) / kTile), unsigned(a.kv_heads),
                         unsigned(a.batch));
       flash_bwd_dkdv_kernel<T, DPL><<<grid_k, kThreads, smem_kv, stream>>>(

@@ -442,11 +442,6 @@ void dispatch_16(Dtype d, F&& f) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-template <class K>
-void set_smem(K kernel, size_t bytes) {
-  PARALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
 const uint16_t* raw(const void* p) { return static_cast<const uint16_t*>(p); }
 
 }  // namespace
@@ -469,7 +464,7 @@ void forward(const AttentionFwdArgs& a, float scale, cudaStream_t stream) {
     dispatch_dp(a.head_dim, [&](auto dp) {
       constexpr int DP = decltype(dp)::value;
       const size_t smem = 2 * size_t(128 * (DP + 8) + DP * (64 + 8));
-      set_smem(fwd_kernel<T, DP>, smem);
+      cu::set_smem(fwd_kernel<T, DP>, smem);
       fwd_kernel<T, DP><<<grid, kThreads, smem, stream>>>(raw(a.q), raw(a.k), raw(a.v), static_cast<T*>(a.out), a.lse,
                                                           int(a.heads), int(a.kv_heads), S, D, scale * kLog2e,
                                                           a.causal, vec);
@@ -487,13 +482,13 @@ void backward(const AttentionBwdArgs& a, float scale, const float* Dvec, cudaStr
     dispatch_dp(a.head_dim, [&](auto dp) {
       constexpr int DP = decltype(dp)::value;
       const size_t smem_dq = 2 * size_t((2 * 64 + 2 * 32) * (DP + 8) + DP * (32 + 8));
-      set_smem(bwd_dq_kernel<T, DP>, smem_dq);
+      cu::set_smem(bwd_dq_kernel<T, DP>, smem_dq);
       bwd_dq_kernel<T, DP><<<dim3(tiles, unsigned(a.heads), unsigned(a.batch)), kThreads, smem_dq, stream>>>(
           raw(a.q), raw(a.k), raw(a.v), raw(a.dout), a.lse, Dvec, static_cast<T*>(a.dq), int(a.heads),
           int(a.kv_heads), S, D, scale * kLog2e, scale, a.causal, vec);
       PARALAB_CUDA_CHECK_LAUNCH();
       const size_t smem_kv = 2 * size_t((2 * 64 + 2 * 32) * (DP + 8) + 2 * DP * (32 + 8)) + 2 * 32 * sizeof(float);
-      set_smem(bwd_dkdv_kernel<T, DP>, smem_kv);
+      cu::set_smem(bwd_dkdv_kernel<T, DP>, smem_kv);
       bwd_dkdv_kernel<T, DP><<<dim3(tiles, unsigned(a.kv_heads), unsigned(a.batch)), kThreads, smem_kv, stream>>>(
           raw(a.q), raw(a.k), raw(a.v), raw(a.dout), a.lse, Dvec, static_cast<T*>(a.dk), static_cast<T*>(a.dv),
           int(a.heads), int(a.kv_heads), S, D, scale * kLog2e, scale, a.causal, vec);

@@ -105,6 +105,13 @@ inline int row_block(int64_t cols, int per_thread = 4) {
   return int(t);
 }
 
+// Raises a kernel's dynamic shared-memory limit to `bytes` (above the 48 KiB default a launch
+// needs it; CUDA C++ Programming Guide, "Shared Memory").
+template <class K>
+void set_smem(K kernel, size_t bytes) {
+  PARALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
 }  // namespace paralab::kernels::cu
 
 namespace paralab::kernels::cu {

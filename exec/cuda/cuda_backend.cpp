@@ -34,6 +34,7 @@
 #include "exec/cuda/device_ops.hpp"
 #include "exec/cuda/gemm_plan.hpp"
 #include "exec/cuda/nccl_comm.hpp"
+#include "exec/fill.hpp"
 #include "exec/error.hpp"
 #include "ir/accounting.hpp"
 #include "ir/error.hpp"
@@ -297,25 +298,9 @@ void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
   if (host) PARALAB_CU(cudaStreamSynchronize(s));
 }
 
-// ParamGeo::split numbers ParamSplit in its order.
-static_assert(static_cast<int>(ParamSplit::none) == 0 && static_cast<int>(ParamSplit::rows) == 1 &&
-              static_cast<int>(ParamSplit::cols) == 2 && static_cast<int>(ParamSplit::qkv_cols) == 3 &&
-              static_cast<int>(ParamSplit::swiglu_cols) == 4);
-
 bool CudaBackend::fill_params(void* p, DType t, const ParamRegion& r, int64_t local0, int64_t n) {
   if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return false;
-  cuda::fillmath::ParamGeo geo;
-  geo.rows = r.rows;
-  geo.cols = r.cols;
-  geo.tp = r.tp;
-  geo.tp_size = r.tp_size;
-  geo.heads = r.heads;
-  geo.groups = r.groups;
-  geo.head_dim = r.head_dim;
-  geo.ffn = r.ffn;
-  geo.key = r.key;
-  geo.split = static_cast<int32_t>(r.split);
-  geo.gain = r.gain ? 1 : 0;
+  const fillmath::ParamGeo geo = param_geo(r);
   bool host = false;
   const cudaStream_t s = current_stream(&host);
   dev::fill_params(p, dt(t), n, geo, local0, s);

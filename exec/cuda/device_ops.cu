@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "exec/cuda/fill_math.hpp"
+#include "exec/fill_math.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_utils.cuh"
 #include "kernels/dtype.hpp"

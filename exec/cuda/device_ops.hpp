@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "exec/cuda/fill_math.hpp"
+#include "exec/fill_math.hpp"
 #include "kernels/common.hpp"
 
 namespace paralab::exec::cuda::dev {

@@ -423,7 +423,7 @@ TEST_CASE("device parameter values equal exec/fill.hpp's for every split, in fp3
     r.key = 4242 + static_cast<uint64_t>(split);
     r.tp = 1, r.tp_size = 2, r.heads = 4, r.groups = 2, r.head_dim = 8, r.ffn = 40;
     r.cols = split == 3 ? (4 + 2 * 2) * 8 : split == 4 ? 80 : 57;
-    cuda::fillmath::ParamGeo g;
+    paralab::exec::fillmath::ParamGeo g;
     g.rows = r.rows, g.cols = r.cols, g.tp = r.tp, g.tp_size = r.tp_size, g.heads = r.heads, g.groups = r.groups;
     g.head_dim = r.head_dim, g.ffn = r.ffn, g.key = r.key, g.split = split, g.gain = r.gain ? 1 : 0;
     const int64_t local0 = 17, n = r.rows * r.cols - local0;

@@ -23,7 +23,7 @@
 #include "../exec_test_util.hpp"
 #include "exec/cuda/comm_plan.hpp"
 #include "exec/cuda/cuda_backend.hpp"
-#include "exec/cuda/fill_math.hpp"
+#include "exec/fill_math.hpp"
 #include "exec/cuda/gemm_plan.hpp"
 #include "exec/cuda/thread_world.hpp"
 #include "exec/error.hpp"
@@ -321,14 +321,14 @@ TEST_CASE("device fill values equal exec/fill.hpp bit for bit", "[exec][cuda][fi
     const int kind = f == Fill::weights ? 0 : f == Fill::moment1 ? 1 : 2;
     for (uint64_t key : {0ull, 12345ull, 0xDEADBEEFCAFEull})
       for (int64_t i = 0; i < 20000; i += 7) {
-        const float a = fill_value(f, key, i), b = xc::fillmath::fill_value(kind, key, i);
+        const float a = fill_value(f, key, i), b = paralab::exec::fillmath::fill_value(kind, key, i);
         uint32_t ua, ub;
         std::memcpy(&ua, &a, 4);
         std::memcpy(&ub, &b, 4);
         REQUIRE(ua == ub);
       }
   }
-  for (int64_t i = 0; i < 5000; ++i) REQUIRE(token_id(99, i, 50257) == xc::fillmath::token_id(99, i, 50257));
+  for (int64_t i = 0; i < 5000; ++i) REQUIRE(token_id(99, i, 50257) == paralab::exec::fillmath::token_id(99, i, 50257));
 }
 
 TEST_CASE("device parameter values equal exec/fill.hpp's param_value bit for bit, every split", "[exec][cuda][fill]") {
@@ -344,13 +344,13 @@ TEST_CASE("device parameter values equal exec/fill.hpp's param_value bit for bit
       r.heads = 2, r.groups = 1, r.head_dim = 4;  // qkv_cols: 2 heads + 2 x 1 group of 4 = 16 columns
       r.ffn = 6;                                  // swiglu_cols: 12 columns
       r.cols = split == 3 ? 16 : split == 4 ? 12 : 9;
-      xc::fillmath::ParamGeo g;
+      paralab::exec::fillmath::ParamGeo g;
       g.rows = r.rows, g.cols = r.cols, g.tp = r.tp, g.tp_size = r.tp_size, g.heads = r.heads, g.groups = r.groups;
       g.head_dim = r.head_dim, g.ffn = r.ffn, g.key = r.key, g.split = split, g.gain = gain ? 1 : 0;
       CAPTURE(split, gain);
       for (int64_t i = 0; i < r.rows; ++i)
         for (int64_t j = 0; j < r.cols; ++j) {
-          const float a = param_value(r, i, j), b = xc::fillmath::param_value(g, i, j);
+          const float a = param_value(r, i, j), b = paralab::exec::fillmath::param_value(g, i, j);
           uint32_t ua, ub;
           std::memcpy(&ua, &a, 4);
           std::memcpy(&ub, &b, 4);

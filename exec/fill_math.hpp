@@ -1,6 +1,7 @@
-// paralab exec/cuda — exec/fill.hpp's fill values as host/device functions, so the CUDA backend
-// fills buffers on the device with the numbers the CPU backend computes on the host (a CPU test
-// checks equality bit for bit). Plain header: compiled by nvcc (device_ops.cu) and g++ (tests).
+// paralab exec — the fill values (exec/fill.hpp) as host/device functions: the one definition
+// both backends use, so the CUDA backend fills buffers on the device with the numbers the CPU
+// backend computes on the host (tests check them bit for bit). Plain header: compiled by nvcc
+// (exec/cuda/device_ops.cu) and g++ (exec/fill.hpp).
 // Products and sums use explicitly rounded operations on the device, so nvcc's FMA contraction
 // cannot change a bit relative to the host (which compiles ISO C++ without contraction).
 #pragma once
@@ -13,9 +14,9 @@
 #define PARALAB_FILL_HD inline
 #endif
 
-namespace paralab::exec::cuda::fillmath {
+namespace paralab::exec::fillmath {
 
-PARALAB_FILL_HD uint64_t mix64(uint64_t x) {  // exec/plan.cpp: splitmix64 finalizer
+PARALAB_FILL_HD uint64_t mix64(uint64_t x) {  // splitmix64's finalizer (Steele et al. 2014); exec/plan.hpp's mix64
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -61,8 +62,8 @@ struct ParamGeo {
   int32_t gain = 0;
 };
 
-// exec/fill.hpp param_value: element (r, c) of a rank's shard as the element of the unsharded
-// parameter it is (index mapping identical; products explicitly rounded, see above).
+// Element (r, c) of a rank's parameter shard as the element of the unsharded parameter it is
+// (exec/fill.hpp param_value; products explicitly rounded, see above).
 PARALAB_FILL_HD float param_value(const ParamGeo& p, int64_t r, int64_t c) {
   int64_t R = r, C = c, full_cols = p.cols;
   if (p.split == 1) {
@@ -91,4 +92,4 @@ PARALAB_FILL_HD int32_t token_id(uint64_t key, int64_t index, int64_t vocab) {
   return static_cast<int32_t>((mix64(key ^ mix64(static_cast<uint64_t>(index))) >> 11) % static_cast<uint64_t>(vocab));
 }
 
-}  // namespace paralab::exec::cuda::fillmath
+}  // namespace paralab::exec::fillmath
