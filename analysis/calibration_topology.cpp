@@ -99,6 +99,8 @@ Topology calibrated_topology(const CalibrationResult& r) {
   }
   if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
   if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
+  if (!r.in_situ.compute_handoff_us.empty()) d.compute_handoff_us = r.compute_handoff_us;
+  if (!r.in_situ.handoff_us.empty()) d.handoff_on_core_us = r.handoff_on_core_us;
   if (r.compute_tail_samples > 0) d.compute_tail = r.compute_tail;
   if (!r.in_situ.arrivals.empty()) {
     t.collectives.sync_skew_us = r.sync_skew_us;
@@ -241,12 +243,26 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("dispatch_us", fnum(d.dispatch_us), "from the base topology");
   }
   if (!r.in_situ.handoff_us.empty()) {
-    std::snprintf(buf, sizeof buf, "in situ: mean gap after a dependency on another stream, %zu gaps (median %.3g us)",
+    std::snprintf(buf, sizeof buf,
+                  "in situ: mean gap before a communication op after a dependency on another stream, %zu gaps "
+                  "(median %.3g us)",
                   r.in_situ.handoff_us.size(), quantile(r.in_situ.handoff_us, 0.5));
     kv("stream_handoff_us", fnum(d.stream_handoff_us), buf);
   } else {
     kv("stream_handoff_us", fnum(d.stream_handoff_us), "from the base topology");
   }
+  if (!r.in_situ.compute_handoff_us.empty()) {
+    std::snprintf(buf, sizeof buf, "in situ: mean gap before a compute op after a call it waited for, %zu gaps (median %.3g us)",
+                  r.in_situ.compute_handoff_us.size(), quantile(r.in_situ.compute_handoff_us, 0.5));
+    kv("compute_handoff_us", fnum(d.compute_handoff_us), buf);
+  } else {
+    kv("compute_handoff_us", fnum(d.compute_handoff_us), "from the base topology");
+  }
+  if (!r.in_situ.handoff_us.empty())
+    kv("handoff_on_core_us", fnum(d.handoff_on_core_us),
+       "in situ: the median gap before a communication op (at most the mean): its worker on the rank's core");
+  else
+    kv("handoff_on_core_us", fnum(d.handoff_on_core_us), "from the base topology");
   if (r.compute_tail_samples > 0) {
     std::snprintf(buf, sizeof buf,
                   "in situ: a step's compute ops' summed time / their keys' medians summed, minus 1; median of %zu "

@@ -127,6 +127,19 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     for (const auto& stream : g.streams)
       for (size_t i = 1; i < stream.size(); ++i) pred[stream[i]] = stream[i - 1];
     auto timing = [&](OpId id) -> const OpTiming* { return idx[id] == SIZE_MAX ? nullptr : &measured.ops[idx[id]]; };
+    // The rank's calls' ends, sorted: a compute op that waited for a call resumes after the
+    // last call its rank ran before it, not only the one it waited for (the worker of a call
+    // posted after it, a second all-gather on the same stream, takes the core first; the
+    // simulator has that as the call's hold of the core: sim/engine/engine_cores.cpp).
+    std::vector<double> comm_ends;
+    for (const Op& op : g.ops)
+      if (is_comm(op.kind))
+        if (const OpTiming* t = timing(op.id)) comm_ends.push_back(t->end_us);
+    std::sort(comm_ends.begin(), comm_ends.end());
+    auto last_call_end = [&](double before) {
+      const auto up = std::upper_bound(comm_ends.begin(), comm_ends.end(), before + kClockSlackUs);
+      return up == comm_ends.begin() ? -1e300 : *std::prev(up);
+    };
     for (const Op& op : g.ops) {
       const OpTiming* t = timing(op.id);
       if (!t) continue;
@@ -149,7 +162,11 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       if (cross && other_comm && op.stream == Stream::compute) synced[rank].push_back(other);
       const double gap = t->start_us - std::max(same, other);
       if (gap < -kClockSlackUs) continue;  // clocks disagree: no sample
-      if (cross) out.handoff_us.push_back(std::max(0.0, gap));
+      // Two hand-offs: the compute worker woken by a call's end, a communication worker woken
+      // by compute (or by another stream's call); DeviceSpec says why they differ.
+      if (cross && op.stream == Stream::compute)
+        out.compute_handoff_us.push_back(std::max(0.0, t->start_us - std::max(other, last_call_end(t->start_us))));
+      else if (cross) out.handoff_us.push_back(std::max(0.0, gap));
       else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap));
     }
   }

@@ -73,7 +73,8 @@ struct DriftFit {
 struct InSituSamples {
   int executions = 0;              // measured steps collected
   std::vector<double> dispatch_us; // same-stream gaps on the compute stream
-  std::vector<double> handoff_us;  // cross-stream gaps
+  std::vector<double> handoff_us;  // cross-stream gaps before a communication op
+  std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)

@@ -37,10 +37,21 @@ struct DeviceSpec {
   // and hand-offs"): the gap from an op's end to the start of the next op on the same stream
   // when nothing else holds it (the worker thread's bookkeeping), and the gap from the end of
   // a dependency on another stream to the start of the op waiting for it (waking the waiting
-  // stream's worker). Measured by `paralab calibrate` in a real execution; 0 on GPUs, where
-  // the host enqueues ahead of the device and the device's own gaps are in the op times.
+  // stream's worker): a communication worker woken by compute (stream_handoff_us), and the
+  // compute worker woken by a finished call (compute_handoff_us; absent from the file: the
+  // same as stream_handoff_us). The two differ on a CPU host: the compute worker resumes as
+  // the call's thread goes back to sleep (2.8-3.2 us on the 2-core build machine), a woken
+  // communication worker waits for the compute worker to wake it and move on (7.5-8.2 us).
+  // Measured by `paralab calibrate` in a real execution; 0 on GPUs, where the host enqueues
+  // ahead of the device and the device's own gaps are in the op times.
   double dispatch_us = 0;
   double stream_handoff_us = 0;
+  double compute_handoff_us = 0;
+  // Of a communication worker's hand-off, the part it runs on its rank's core, the compute
+  // thread preempted (the wake-up's own cost: the median hand-off, at most the mean); the rest
+  // of the mean it waits for the core while compute runs on. Used where each rank owns its
+  // cores (sim/engine/core_share.hpp, rank_cores); 0: the worker takes the core at its post.
+  double handoff_on_core_us = 0;
   // A shared host's preemptions (sim/engine: docs/simulator.md, "Dispatch and hand-offs"): the
   // time a step's compute ops lose to them, as a fraction of their time (in the median
   // execution: the step's compute over its ops' key medians summed, minus 1). The simulator

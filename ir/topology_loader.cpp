@@ -69,6 +69,8 @@ const Schema<Topology>& topology_schema() {
         .real("device.launch_overhead_us", AT(device.launch_overhead_us), 0, 1e5)
         .real("device.dispatch_us", AT(device.dispatch_us), 0, 1e5)
         .real("device.stream_handoff_us", AT(device.stream_handoff_us), 0, 1e5)
+        .real("device.compute_handoff_us", AT(device.compute_handoff_us), 0, 1e5)
+        .real("device.handoff_on_core_us", AT(device.handoff_on_core_us), 0, 1e5)
         .real("device.compute_tail", AT(device.compute_tail), 0, 1)
         .real("device.gemm_max_efficiency", AT(device.gemm_max_efficiency), 0, 1, true)
         .integer("device.gemm_tile_m", AT(device.gemm_tile_m), 1, 4096)
@@ -242,6 +244,9 @@ Topology load_topology(const std::filesystem::path& file,
                       "NICs must be shared evenly by the node's devices",
                       "a divisor or multiple of devices_per_node (" +
                           std::to_string(t.node.devices_per_node) + ")");
+  // Files written before the hand-off was split by direction (twenty-eighth session) had one
+  // hand-off for both.
+  if (!raw.values.count("device.compute_handoff_us")) t.device.compute_handoff_us = t.device.stream_handoff_us;
   if (t.name.empty()) t.name = file.stem().string();
   return t;
 }

@@ -36,17 +36,21 @@ CoreShare::CoreShare(const StepIR& ir) {
     return;
   }
   mode_ = comm_holds ? Mode::rank_cores : Mode::none;
+  if (mode_ == Mode::rank_cores) spin_us_ = c.poll_spin_us;
 }
 
-// rank_cores: Linux's fair scheduler gives every runnable thread an equal share of the cores
-// it may run on ("ideal, precise multi-tasking CPU", Documentation/scheduler/
-// sched-design-CFS.rst): the compute thread beside `held` busy communication threads on the
-// rank's sm_count cores gets cores / (cores + held) of them.
+// rank_cores: a busy communication thread, woken from sleep, takes a core from the rank's
+// compute thread and keeps it for its call (a woken thread preempts one that kept running,
+// and the call ends within the scheduler's slice: Engine::hold_from_wake), so compute keeps
+// the cores the communication threads leave, (cores - held) / cores of them, none when they
+// hold them all. Until the twenty-eighth session this was the fair share cores / (cores +
+// held) ("ideal, precise multi-tasking CPU", Documentation/scheduler/sched-design-CFS.rst); the
+// executor's traces showed compute stopped, not slowed (docs/simulator.md).
 double CoreShare::rate(int64_t held) const {
   held = std::max<int64_t>(0, held);
   switch (mode_) {
     case Mode::sms: return static_cast<double>(std::max<int64_t>(1, sms_ - held)) / static_cast<double>(sms_);
-    case Mode::rank_cores: return static_cast<double>(sms_) / static_cast<double>(sms_ + held);
+    case Mode::rank_cores: return static_cast<double>(std::max<int64_t>(0, sms_ - held)) / static_cast<double>(sms_);
     case Mode::none:
     case Mode::node_cores: return 1.0;
   }

@@ -4,9 +4,9 @@
 // Three regimes, chosen once from the topology and the layout:
 //   - sms (GPU): communication kernels hold SMs; compute runs on the rest at
 //     rate = max(1, SMs - held) / SMs.
-//   - rank_cores (CPU host, every rank bound to its own sm_count cores): the rank's busy
-//     communication threads time-share its cores with the compute thread,
-//     rate = cores / (cores + busy communication threads).
+//   - rank_cores (CPU host, every rank bound to its own sm_count cores): a communication
+//     thread, from its wake-up to just after its call, takes a core from the compute thread,
+//     rate = max(0, cores - busy communication threads) / cores (0: compute waits).
 //   - node_cores (CPU host whose ranks outnumber NodeSpec::cores: mpirun does not bind an
 //     oversubscribed job): the node's cores are a pool (sim/engine/core_pool.hpp) that compute
 //     ops and spinning communication threads of every rank on the node take turns on. No
@@ -28,8 +28,9 @@ class CoreShare {
   explicit CoreShare(const StepIR& ir);
 
   [[nodiscard]] Mode mode() const { return mode_; }
-  // The rate (0, 1] at which a stage's compute progresses beside communication calls that
-  // hold `held` SMs (sms) or threads (rank_cores); 1 in the other regimes.
+  // The rate [0, 1] at which a stage's compute progresses beside communication calls that
+  // hold `held` SMs (sms: at least one SM's worth) or threads (rank_cores: 0 when they hold
+  // every core); 1 in the other regimes.
   [[nodiscard]] double rate(int64_t held) const;
 
   // node_cores: the node's cores, the pool (node) of each stage (its representative's node),
@@ -45,7 +46,7 @@ class CoreShare {
     return static_cast<double>(ranks_on_node_[s]) / static_cast<double>(claim_cores(s));
   }
   // How long a posted communication call's thread busy-polls (CollectiveSpec::poll_spin_us;
-  // node_cores only: 0 otherwise).
+  // node_cores and rank_cores: 0 otherwise).
   [[nodiscard]] double spin_us() const { return spin_us_; }
 
  private:

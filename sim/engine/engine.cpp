@@ -142,6 +142,9 @@ void Engine::make_ready(uint32_t s, OpId id) {
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   if (is_comm(op.kind)) start_comm(s, id);
   else start_compute(s, id);
+  // A rank's own core: a poller past its spin window sleeps and leaves it to compute.
+  if (prio_ && share_->spin_us() > 0 && is_comm(op.kind) && st.holds[id] && !st.done[id])
+    heap_.push(Event{now_ + share_->spin_us(), seq_++, s, id, EventKind::core_back});
 }
 
 void Engine::finish(uint32_t s, OpId id) {
@@ -150,7 +153,7 @@ void Engine::finish(uint32_t s, OpId id) {
   st.end[id] = now_;
   st.done[id] = 1;
   if (slow_) {
-    if (st.holds[id]) release_sms(s, id);
+    if (st.holds[id]) end_hold(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
   if (pool_) leave_core(s, id);
@@ -183,8 +186,9 @@ void Engine::finish(uint32_t s, OpId id) {
 
 // Host-side dispatch (docs/simulator.md, "Dispatch and hand-offs"): the executor's worker for
 // the op's stream starts it dispatch_us after its stream predecessor ended when that was the
-// last thing it waited for, or stream_handoff_us after a dependency on another stream ended
-// (that worker is woken). Both 0 (GPUs): the op starts now, as CUDA streams do. After a
+// last thing it waited for, or a hand-off after a dependency on another stream ended (that
+// worker is woken): compute_handoff_us for the compute worker, stream_handoff_us for a
+// communication worker. All 0 (GPUs): the op starts now, as CUDA streams do. After a
 // compute op on the same stream it also waits compute_tail x that op's time: the time a shared
 // host's preemptions took from it on average beyond its median (DeviceSpec::compute_tail).
 // A collective or ring shift within the stage (tp, cp, dp) over more than one rank also waits
@@ -197,7 +201,13 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const Op& last = g.ops[after];
   const bool same = op.stream == last.stream;
   const double tail = same && tail_ > 0 && !is_comm(last.kind) ? tail_ * st.dur[after] : 0.0;
-  const double delay = (same ? dispatch_us_ : handoff_us_) + tail + arrival_skew_us(s, id);
+  // A rank's own cores: a woken communication worker holds one from its wake-up, for the
+  // on-core part of its hand-off (hold_from_wake).
+  const bool wake_holds = prio_ && on_core_us_ > 0 && is_comm(op.kind) && hold_from_wake(s, id);
+  const double handoff = op.stream == Stream::compute ? compute_handoff_us_ : wake_holds ? on_core_us_ : handoff_us_;
+  // The hold spans the wait for the call's last member too (its thread spins). Releasing the
+  // core for it was measured worse (bench/results/validate_cpu.md, twenty-eighth session).
+  const double delay = (same ? dispatch_us_ : handoff) + tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -252,10 +262,13 @@ EngineOutput Engine::run() {
   coll_ = topo.collectives;
   share_.emplace(ir_);
   slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
+  prio_ = share_->mode() == CoreShare::Mode::rank_cores;
   if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
   wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
+  compute_handoff_us_ = topo.device.compute_handoff_us;
+  on_core_us_ = prio_ ? topo.device.handoff_on_core_us : 0.0;
   tail_ = topo.device.compute_tail;
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {
@@ -291,11 +304,13 @@ EngineOutput Engine::run() {
     heap_.pop();
     if (e.kind == EventKind::finish && slow_ && stale(e)) continue;  // superseded by a rescheduled completion
     if (e.kind == EventKind::spin_end && stages_[e.stage].core[e.op] != StageState::Core::held) continue;  // its call ended first
-    if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : e.kind == EventKind::spin_end ? "spin" : "compute");
+    if (e.kind == EventKind::core_back && !stages_[e.stage].holds[e.op]) continue;  // given back already
+    if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : e.kind == EventKind::finish ? "compute" : "spin");
     now_ = e.t;
     ++events_;
     if (e.kind == EventKind::start) make_ready(e.stage, e.op);
     else if (e.kind == EventKind::spin_end) release_core(e.stage, e.op);
+    else if (e.kind == EventKind::core_back) release_sms(e.stage, e.op);
     else finish(e.stage, e.op);
   }
   for (const StageState& st : stages_)

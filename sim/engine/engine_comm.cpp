@@ -229,7 +229,7 @@ void Engine::on_call_done(uint64_t handle) {
     const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
     const double later_us = acked ? recv_wake_us + coll_.p2p_ack_us : wake_delay_us(ps, pop);
     if (later_us > 0) {
-      if (slow_ && stages_[ps].holds[pop]) release_sms(ps, pop);
+      if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
       if (pool_) leave_core(ps, pop);
       schedule(ps, pop, now_ + later_us);
     } else {

@@ -21,8 +21,15 @@ void Engine::start_compute(uint32_t s, OpId id) {
     schedule(s, id, now_ + st.dur[id]);
     return;
   }
-  st.running.push_back(StageState::Running{id, st.dur[id], now_});
   st.ev_seq[id] = seq_;
+  // Every core of the rank held by communication (rank_cores, rate 0): the compute thread is
+  // not running, so the op begins when a core comes back (set_rate), as the executor's op_begin
+  // does.
+  if (st.rate == 0.0) {
+    st.running.push_back(StageState::Running{id, st.dur[id], now_, false});
+    return;
+  }
+  st.running.push_back(StageState::Running{id, st.dur[id], now_, true});
   schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
 }
 
@@ -55,8 +62,8 @@ int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_
 }
 
 void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
-  if (sms <= 0) return;
   StageState& st = stages_[s];
+  if (sms <= 0 || st.holds[id]) return;  // held since its thread woke (prio_)
   st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
   st.held_sms += st.holds[id];
   set_rate(s);
@@ -70,19 +77,81 @@ void Engine::release_sms(uint32_t s, OpId id) {
 }
 
 // Compute progresses at the rate core_share.hpp gives for what communication holds (SMs left
-// free, or a share of the rank's cores): every compute op in flight on the stage is
-// rescheduled when it changes.
+// free, or the rank's cores left to it): every compute op in flight on the stage is
+// rescheduled when it changes. At rate 0 an op in flight pauses (its completion events go
+// stale and none is pushed) and one dispatched then waits; when the rate comes back the paused
+// ops resume and the waiting ones begin now.
 void Engine::set_rate(uint32_t s) {
   StageState& st = stages_[s];
   const double rate = share_->rate(st.held_sms);
   if (rate == st.rate) return;
   for (StageState::Running& r : st.running) {
-    r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
+    if (r.begun) r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
     r.since_us = now_;
     st.ev_seq[r.op] = seq_;
+    if (rate == 0.0) {
+      // One released at this same instant as the call that takes the core has not begun: its
+      // thread was preempted first (whichever of the two the engine released first).
+      if (st.start[r.op] == now_) r.begun = false;
+      continue;
+    }
+    if (!r.begun) {
+      r.begun = true;
+      st.start[r.op] = now_;
+    }
     schedule(s, r.op, now_ + r.left_us / rate);
   }
   st.rate = rate;
+}
+
+// --- A CPU rank's own cores (CoreShare::Mode::rank_cores) ------------------------------------
+
+// Threads a communication op keeps busy from its wake-up: a collective's (intra- or
+// inter-node) or a ring shift's within the stage. Ops that wait for another stage (a pipeline
+// send or receive, a collective joining stages) hold from their transfer's start, as before:
+// a poller's hold from its post would wait for a stage whose compute may itself wait for a
+// core (a deadlock where no spin window bounds it; docs/simulator.md).
+int64_t Engine::comm_sms(uint32_t s, OpId id) {
+  StageState& st = stages_[s];
+  const Op& op = st.g->ops[id];
+  if (op.kind == OpKind::collective) {
+    const CollectiveAttrs& c = *op.collective();
+    return within_stage(c.group) ? collective_sms(s, c.group, members(st, c.group)) : 0;
+  }
+  return op.kind == OpKind::sendrecv && within_stage(op.p2p()->group) ? coll_.p2p_sms : 0;
+}
+
+// The executor's communication worker, once it runs on a core its rank's compute thread
+// runs on, keeps it until its call ends: a call of microseconds ends long before the
+// scheduler's slice would give compute a turn (Linux EEVDF, Documentation/scheduler/
+// sched-eevdf.rst). Measured on cpu-tp2 (2 ranks on the 2-core build machine, 15 runs x 136
+// backward column-parallel linears): the weight-gradient GEMM, free to run beside its
+// data-gradient's reduce-scatter, started after that call had ended in 1,962 of 2,040 cases,
+// 15.0-17.4 us (median per run) after the data-gradient GEMM: the worker's wake-up and post
+// (7.8-8.1 us), the call (4.2-5.8 us) and the switch back (2.7-3.2 us). On quickstart (GEMMs
+// of 5-7 ms) the woken worker mostly waited for the core instead: its fc1 reduce-scatter was
+// posted 1.9 ms into the weight-gradient GEMM beside it, which then stopped for the call's
+// 182 us. So a thread holds its share of the rank's cores from its wake-up (this, called
+// when the op is released: true when it holds), through a hand-off of DeviceSpec::
+// handoff_on_core_us (the median hand-off: the wake-up's own cost), its post and its call,
+// until compute_handoff_us after the call ends (end_hold) or its spin window ends (a core_back
+// event pushed at its post, make_ready). The hand-off's tail beyond its median (quickstart:
+// mean 149 us) is a worker waiting for a core its compute thread keeps: compute loses nothing
+// then, and the call, posted that much later, delays only a dependent that would have waited
+// for it; not modeled.
+bool Engine::hold_from_wake(uint32_t s, OpId id) {
+  const int64_t n = comm_sms(s, id);
+  if (n <= 0) return false;
+  hold_sms(s, id, n);
+  return true;
+}
+
+void Engine::end_hold(uint32_t s, OpId id) {
+  if (!prio_ || compute_handoff_us_ <= 0) {
+    release_sms(s, id);
+    return;
+  }
+  heap_.push(Event{now_ + compute_handoff_us_, seq_++, s, id, EventKind::core_back});
 }
 
 // --- Shared cores (core_pool.hpp) ----------------------------------------------------------

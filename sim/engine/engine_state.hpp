@@ -23,9 +23,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr uint32_t kNone = UINT32_MAX;
 
-// What an event does: the op finishes, starts (after a dispatch or hand-off delay), or its
-// communication thread stops spinning and sleeps (CollectiveSpec::poll_spin_us).
-enum class EventKind : uint8_t { finish, start, spin_end };
+// What an event does: the op finishes, starts (after a dispatch or hand-off delay), its
+// communication thread stops spinning and sleeps (CollectiveSpec::poll_spin_us), or (a CPU
+// rank that owns its cores) that thread gives the rank's core back to compute.
+enum class EventKind : uint8_t { finish, start, spin_end, core_back };
 struct Event {
   double t;
   uint64_t seq;
@@ -70,6 +71,7 @@ struct StageState {
   struct Running {
     OpId op;
     double left_us, since_us;
+    bool begun = true;  // false: dispatched while communication held every core (rate 0)
   };
   std::vector<Running> running;
   int64_t held_sms = 0;
@@ -118,6 +120,12 @@ class Engine {
   void hold_sms(uint32_t s, OpId op, int64_t sms);
   void release_sms(uint32_t s, OpId op);
   void set_rate(uint32_t s);
+  // Rank-owned cores (prio_): a communication op's thread takes its share of the rank's cores
+  // from its wake-up, and gives it back compute_handoff_us after its call ends, or when its
+  // spin window ends.
+  int64_t comm_sms(uint32_t s, OpId op);
+  bool hold_from_wake(uint32_t s, OpId op);
+  void end_hold(uint32_t s, OpId op);
   // Shared cores (pool_).
   void claim_core(uint32_t s, OpId op);
   void run_on_core(uint32_t s, OpId op);
@@ -160,10 +168,13 @@ class Engine {
   NetworkModel& net_;
   EngineOptions opt_;
   bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
+  bool prio_ = false;  // CoreShare::Mode::rank_cores: a woken communication thread preempts compute
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
   bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
-  double dispatch_us_ = 0, handoff_us_ = 0;  // DeviceSpec::dispatch_us, stream_handoff_us
+  // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
+  double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;
+  double on_core_us_ = 0;  // DeviceSpec::handoff_on_core_us (prio_ only)
   double tail_ = 0;                           // DeviceSpec::compute_tail
   CollectiveSpec coll_;
   bool check_ = false;

@@ -123,6 +123,8 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   Scenario s = test::scenario_from(cpu_scenario("cpu-host"));
   s.topology.device.dispatch_us = 4.0;
   s.topology.device.stream_handoff_us = 9.0;
+  s.topology.device.compute_handoff_us = 3.0;
+  s.topology.device.handoff_on_core_us = 0.0;  // every call posted 9 us after its wake-up
   s.topology.collectives.sync_skew_us = 0.0;
   const StepIR ir = build_step_ir(s);
   const sim::Simulation sim = sim::simulate(ir);
@@ -132,8 +134,10 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CHECK(in.executions == 1);
   REQUIRE(in.dispatch_us.size() > 50);
   REQUIRE(in.handoff_us.size() > 20);
+  REQUIRE(in.compute_handoff_us.size() > 20);
   for (double g : in.dispatch_us) CHECK(g == Approx(4.0).margin(1e-6));
   for (double g : in.handoff_us) CHECK(g == Approx(9.0).margin(1e-6));
+  for (double g : in.compute_handoff_us) CHECK(g == Approx(3.0).margin(1e-6));
   CHECK(trimmed_mean(in.dispatch_us, 0.02) == Approx(4.0));
   CHECK(trimmed_mean({1, 2, 3, 4, 1000}, 0.2) == Approx(3.0));  // drops one value each side
   CHECK(trimmed_mean({}, 0.02) == 0.0);
@@ -177,12 +181,16 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CHECK(r.sync_drift() == 0.0);
   CHECK(r.dispatch_us == Approx(4.0));
   CHECK(r.stream_handoff_us == Approx(9.0));
+  CHECK(r.compute_handoff_us == Approx(3.0));
+  CHECK(r.handoff_on_core_us == Approx(9.0));  // the median hand-off
   CHECK(r.sync_skew_us == Approx(5.0));
   REQUIRE(r.have_in_situ_comm());
   test::TempFile topo(topology_toml(r), "calibrated-in-situ.toml");
   const Topology t = load_topology(topo.path());
   CHECK(t.device.dispatch_us == Approx(4.0));
   CHECK(t.device.stream_handoff_us == Approx(9.0));
+  CHECK(t.device.compute_handoff_us == Approx(3.0));
+  CHECK(t.device.handoff_on_core_us == Approx(9.0));
   CHECK(t.device.compute_tail == Approx(0.1));
   CHECK(t.collectives.sync_skew_us == Approx(5.0));
   CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));

@@ -70,21 +70,23 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
   CHECK(r.breakdown.compute_s == Approx(0.030));
 }
 
-// A 2-rank host whose executor takes 3 us between two ops of a stream and 7 us to hand off
-// between streams.
+// A 2-rank host whose executor takes 3 us between two ops of a stream, 7 us to hand off to a
+// communication stream and 2 us back to the compute stream.
 namespace {
 Scenario host_with_gaps() {
   Scenario s = cluster(2, 1, 1);
   s.topology.device.dispatch_us = 3;
   s.topology.device.stream_handoff_us = 7;
+  s.topology.device.compute_handoff_us = 2;
   return s;
 }
 }  // namespace
 
 // The CPU executor's worker threads (docs/simulator.md, "Dispatch and hand-offs"): an op
 // released by its stream predecessor starts dispatch_us after it, one released by a
-// dependency on another stream stream_handoff_us after that, and a collective (or a ring
-// shift) over more than one rank also waits sync_skew_us for its last member.
+// dependency on another stream a hand-off after that (stream_handoff_us for a communication
+// op, compute_handoff_us for a compute op), and a collective (or a ring shift) over more than
+// one rank also waits sync_skew_us for its last member.
 TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival skew", "[engine][closed-form]") {
   Scenario s = host_with_gaps();
   s.topology.collectives.sync_skew_us = 11;
@@ -115,12 +117,13 @@ TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival s
   CHECK(timing_of(r, 0, e)->start_us == Approx(30'003.0 + 7.0 + 11.0));
   const double e_end = timing_of(r, 0, e)->end_us;
   CHECK(e_end > timing_of(r, 0, e)->start_us);
-  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end + 7.0));
+  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end + 2.0));
   CHECK(timing_of(r, 0, g)->start_us == Approx(timing_of(r, 0, f)->end_us + 7.0 + 11.0));
 
   // All three at 0 (every GPU topology): ops start when their constraints end.
   Scenario z = s;
   z.topology.device.dispatch_us = z.topology.device.stream_handoff_us = z.topology.collectives.sync_skew_us = 0;
+  z.topology.device.compute_handoff_us = 0;
   const StepResult r0 = simulate(wrap(z, {ir.stages[0]})).result;
   CHECK(timing_of(r0, 0, b)->start_us == 10'000.0);
   CHECK(timing_of(r0, 0, e)->start_us == 30'000.0);
@@ -145,7 +148,7 @@ TEST_CASE("engine: the compute tail stalls the stream after a compute op", "[eng
   CHECK(timing_of(r, 0, b)->start_us == Approx(10'000.0 + 3.0 + 1'000.0));
   CHECK(timing_of(r, 0, b)->end_us - timing_of(r, 0, b)->start_us == Approx(20'000.0));  // ops keep their time
   CHECK(timing_of(r, 0, c)->start_us == Approx(timing_of(r, 0, b)->end_us + 7.0));
-  CHECK(timing_of(r, 0, d)->start_us == Approx(timing_of(r, 0, c)->end_us + 7.0));
+  CHECK(timing_of(r, 0, d)->start_us == Approx(timing_of(r, 0, c)->end_us + 2.0));
   CHECK(timing_of(r, 0, e)->start_us == Approx(timing_of(r, 0, d)->end_us + 3.0 + 100.0));
 }
 
@@ -209,10 +212,11 @@ TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and
   CHECK(span(rc, e) == Approx(span(r0, e)));
 }
 
-// A CPU rank's communication thread shares its core with the compute thread (Linux CFS gives
-// each runnable thread an equal share): a 10 ms compute op beside a collective in flight over
-// [c0, c1] does (c1 - c0) / 2 of work there, so it ends at 10 ms + (c1 - c0) / 2.
-TEST_CASE("engine: on a CPU host communication time-shares the rank's core with compute", "[engine][closed-form]") {
+// A CPU rank that owns its core: a communication thread keeps it from its call's start to its
+// end, so a 10 ms compute op ready beside a collective in flight over [c0, c1] begins only at
+// c1 (the executor's op_begin comes once its thread runs) and ends 10 ms later. With two
+// cores one busy communication thread leaves compute half: it ends at 10 ms + (c1 - c0) / 2.
+TEST_CASE("engine: on a CPU host a communication thread takes the rank's core from compute", "[engine][closed-form]") {
   Scenario s = cluster(2, 1, 1, false);
   s.topology.device.kind = DeviceKind::cpu;
   s.topology.device.sm_count = 1;
@@ -226,13 +230,55 @@ TEST_CASE("engine: on a CPU host communication time-shares the rank's core with 
   const double c0 = timing_of(r, 0, c)->start_us, c1 = timing_of(r, 0, c)->end_us;
   REQUIRE(c1 - c0 > 100.0);
   REQUIRE(c1 < 10'000.0);
-  CHECK(timing_of(r, 0, a)->end_us == Approx(10'000.0 + (c1 - c0) / 2).epsilon(1e-9));
-  // Two cores: one busy communication thread leaves compute 2/3 of them.
+  CHECK(timing_of(r, 0, a)->start_us == Approx(c1).epsilon(1e-12));
+  CHECK(timing_of(r, 0, a)->end_us == Approx(c1 + 10'000.0).epsilon(1e-12));
   Scenario two = s;
   two.topology.device.sm_count = 2;
   const StepResult r2 = simulate(wrap(two, {ir.stages[0]})).result;
   const double d0 = timing_of(r2, 0, c)->start_us, d1 = timing_of(r2, 0, c)->end_us;
-  CHECK(timing_of(r2, 0, a)->end_us == Approx(10'000.0 + (d1 - d0) / 3).epsilon(1e-9));
+  CHECK(timing_of(r2, 0, a)->start_us == 0.0);
+  CHECK(timing_of(r2, 0, a)->end_us == Approx(10'000.0 + (d1 - d0) / 2).epsilon(1e-9));
+  // A spin window shorter than the call: the poller sleeps at c0 + 100 us and compute begins.
+  Scenario spin = s;
+  spin.topology.collectives.poll_spin_us = 100;
+  const StepResult rs = simulate(wrap(spin, {ir.stages[0]})).result;
+  CHECK(timing_of(rs, 0, a)->start_us == Approx(timing_of(rs, 0, c)->start_us + 100.0).epsilon(1e-12));
+  CHECK(timing_of(rs, 0, a)->end_us == Approx(timing_of(rs, 0, a)->start_us + 10'000.0).epsilon(1e-12));
+}
+
+// The woken worker (handoff_on_core_us): a collective released by compute op p holds the core
+// from p's end, posts handoff_on_core_us later (not stream_handoff_us: the rest of that mean is
+// a worker waiting while compute runs), and gives the core back compute_handoff_us after its
+// call; compute op q, free to run after p, begins then. Without the on-core part q runs at
+// once and is paused for the call instead, ending at the same time; the call posts
+// stream_handoff_us after p.
+TEST_CASE("engine: a woken communication worker holds the rank's core through its hand-off and call", "[engine][closed-form]") {
+  Scenario s = cluster(2, 1, 1, false);
+  s.topology.device.kind = DeviceKind::cpu;
+  s.topology.device.sm_count = 1;
+  s.topology.collectives.intra_sms = s.topology.collectives.inter_sms = s.topology.collectives.p2p_sms = 1;
+  s.topology.device.stream_handoff_us = 50;
+  s.topology.device.handoff_on_core_us = 5;
+  s.topology.device.compute_handoff_us = 3;
+  Hand h(s, 0);
+  const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
+  const OpId p = h.timed(Stream::compute, 1'000);
+  const OpId c = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 9, {h.b.whole(x)}, Stream::tp_comm, {p});
+  const OpId q = h.timed(Stream::compute, 1'000);
+  const StepIR ir = wrap(s, {h.b.finish()});
+  const StepResult r = simulate(ir).result;
+  CHECK(timing_of(r, 0, c)->start_us == Approx(1'000.0 + 5.0));
+  const double c1 = timing_of(r, 0, c)->end_us;
+  REQUIRE(c1 > 1'005.0);
+  CHECK(timing_of(r, 0, q)->start_us == Approx(c1 + 3.0));
+  CHECK(timing_of(r, 0, q)->end_us == Approx(c1 + 3.0 + 1'000.0));
+  Scenario off = s;
+  off.topology.device.handoff_on_core_us = 0;
+  const StepResult r0 = simulate(wrap(off, {ir.stages[0]})).result;
+  CHECK(timing_of(r0, 0, c)->start_us == Approx(1'000.0 + 50.0));
+  CHECK(timing_of(r0, 0, q)->start_us == Approx(1'000.0));
+  const double call = timing_of(r0, 0, c)->end_us - timing_of(r0, 0, c)->start_us;
+  CHECK(timing_of(r0, 0, q)->end_us == Approx(2'000.0 + call + 3.0));
 }
 
 // The seed example of data-parallel overlap: a 100 ms backward pass whose gradients need a
