@@ -13,9 +13,9 @@
 // rate (SMs - held) / SMs of the compute model's speed. Each running compute op keeps the work
 // it has left (in microseconds at full speed); when the held SMs change, its completion is
 // rescheduled and the superseded heap event is skipped (its sequence number is no longer the
-// op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores the same mechanism
-// time-shares the rank's cores instead: rate = cores / (cores + busy communication threads)
-// (core_share.hpp). With more ranks than the node has cores, the node's cores are a pool
+// op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores a busy
+// communication thread takes a core instead: rate = max(0, cores - busy threads) / cores, and
+// at 0 compute waits for its core (core_share.hpp, engine_cores.cpp). With more ranks than the node has cores, the node's cores are a pool
 // (core_pool.hpp): a compute op waits for a core, then runs at full speed; a posted call's
 // thread holds a core while it busy-polls (CollectiveSpec::poll_spin_us). Without SMs or
 // shared cores configured, compute durations are fixed.

@@ -5,7 +5,8 @@
 // collectives are the network model's symmetric copies). Per rank, streams have CUDA
 // semantics: an op starts when it is at the head of its stream (its predecessor on the stream
 // has finished) and every op in `deps` has finished; on a CPU host the executor's worker
-// threads add DeviceSpec::dispatch_us after a same-stream predecessor or stream_handoff_us
+// threads add DeviceSpec::dispatch_us after a same-stream predecessor or a hand-off
+// (compute_handoff_us to the compute stream, stream_handoff_us to a communication stream)
 // after a dependency on another stream, whichever ended last. Compute ops take the compute model's
 // duration (slowed beside communication, or waiting for a core of a CPU node whose ranks
 // outnumber its cores: core_share.hpp); communication ops are calls on the NetworkModel:
