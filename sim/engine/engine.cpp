@@ -201,9 +201,11 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const Op& last = g.ops[after];
   const bool same = op.stream == last.stream;
   const double tail = same && tail_ > 0 && !is_comm(last.kind) ? tail_ * st.dur[after] : 0.0;
-  // A rank's own cores: a woken communication worker holds one from its wake-up, for the
-  // on-core part of its hand-off (hold_from_wake).
-  const bool wake_holds = prio_ && on_core_us_ > 0 && is_comm(op.kind) && hold_from_wake(s, id);
+  // A rank's own cores: a woken communication worker holds one from its wake-up (through its
+  // post and call), and its hand-off is then the on-core part only: the rest of the mean is
+  // the worker waiting for a core compute keeps (hold_from_wake, engine_cores.cpp).
+  bool wake_holds = false;
+  if (prio_ && on_core_us_ > 0 && is_comm(op.kind)) wake_holds = hold_from_wake(s, id);
   const double handoff = op.stream == Stream::compute ? compute_handoff_us_ : wake_holds ? on_core_us_ : handoff_us_;
   // The hold spans the wait for the call's last member too (its thread spins). Releasing the
   // core for it was measured worse (bench/results/validate_cpu.md, twenty-eighth session).
