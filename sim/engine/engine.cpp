@@ -15,7 +15,8 @@
 // rescheduled and the superseded heap event is skipped (its sequence number is no longer the
 // op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores a busy
 // communication thread takes a core instead: rate = max(0, cores - busy threads) / cores, and
-// at 0 compute waits for its core (core_share.hpp, engine_cores.cpp). With more ranks than the node has cores, the node's cores are a pool
+// at 0 compute waits for its core (core_share.hpp, engine_cores.cpp). With more ranks than the
+// node has cores, the node's cores are a pool
 // (core_pool.hpp): a compute op waits for a core, then runs at full speed; a posted call's
 // thread holds a core while it busy-polls (CollectiveSpec::poll_spin_us). Without SMs or
 // shared cores configured, compute durations are fixed.
@@ -143,7 +144,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
   if (is_comm(op.kind)) start_comm(s, id);
   else start_compute(s, id);
   // A rank's own core: a poller past its spin window sleeps and leaves it to compute.
-  if (prio_ && share_->spin_us() > 0 && is_comm(op.kind) && st.holds[id] && !st.done[id])
+  if (rank_cores_ && share_->spin_us() > 0 && is_comm(op.kind) && st.holds[id] && !st.done[id])
     heap_.push(Event{now_ + share_->spin_us(), seq_++, s, id, EventKind::core_back});
 }
 
@@ -205,7 +206,7 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   // post and call), and its hand-off is then the on-core part only: the rest of the mean is
   // the worker waiting for a core compute keeps (hold_from_wake, engine_cores.cpp).
   bool wake_holds = false;
-  if (prio_ && on_core_us_ > 0 && is_comm(op.kind)) wake_holds = hold_from_wake(s, id);
+  if (on_core_us_ > 0 && is_comm(op.kind)) wake_holds = hold_from_wake(s, id);  // 0 unless rank_cores_
   const double handoff = op.stream == Stream::compute ? compute_handoff_us_ : wake_holds ? on_core_us_ : handoff_us_;
   // The hold spans the wait for the call's last member too (its thread spins). Releasing the
   // core for it was measured worse (bench/results/validate_cpu.md, twenty-eighth session).
@@ -264,13 +265,13 @@ EngineOutput Engine::run() {
   coll_ = topo.collectives;
   share_.emplace(ir_);
   slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
-  prio_ = share_->mode() == CoreShare::Mode::rank_cores;
+  rank_cores_ = share_->mode() == CoreShare::Mode::rank_cores;
   if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
   wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
   compute_handoff_us_ = topo.device.compute_handoff_us;
-  on_core_us_ = prio_ ? topo.device.handoff_on_core_us : 0.0;
+  on_core_us_ = rank_cores_ ? topo.device.handoff_on_core_us : 0.0;
   tail_ = topo.device.compute_tail;
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {

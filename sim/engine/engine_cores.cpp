@@ -63,7 +63,7 @@ int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_
 
 void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
   StageState& st = stages_[s];
-  if (sms <= 0 || st.holds[id]) return;  // held since its thread woke (prio_)
+  if (sms <= 0 || st.holds[id]) return;  // held since its thread woke (rank_cores_)
   st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
   st.held_sms += st.holds[id];
   set_rate(s);
@@ -131,14 +131,12 @@ int64_t Engine::comm_sms(uint32_t s, OpId id) {
 // (7.8-8.1 us), the call (4.2-5.8 us) and the switch back (2.7-3.2 us). On quickstart (GEMMs
 // of 5-7 ms) the woken worker mostly waited for the core instead: its fc1 reduce-scatter was
 // posted 1.9 ms into the weight-gradient GEMM beside it, which then stopped for the call's
-// 182 us. So a thread holds its share of the rank's cores from its wake-up (this, called
-// when the op is released: true when it holds), through a hand-off of DeviceSpec::
-// handoff_on_core_us (the median hand-off: the wake-up's own cost), its post and its call,
-// until compute_handoff_us after the call ends (end_hold) or its spin window ends (a core_back
-// event pushed at its post, make_ready). The hand-off's tail beyond its median (quickstart:
-// mean 149 us) is a worker waiting for a core its compute thread keeps: compute loses nothing
-// then, and the call, posted that much later, delays only a dependent that would have waited
-// for it; not modeled.
+// 182 us. So the thread holds its share of the rank's cores from its wake-up (this, called
+// when the op is released; true when it holds), through a hand-off of DeviceSpec::
+// handoff_on_core_us (the median: the wake-up's own cost), its post and its call, until
+// compute_handoff_us after the call ends (end_hold) or its spin window ends (make_ready). The
+// hand-off's tail beyond the median is the worker waiting for a core compute keeps: compute
+// loses nothing then, so it is not modeled (docs/simulator.md).
 bool Engine::hold_from_wake(uint32_t s, OpId id) {
   const int64_t n = comm_sms(s, id);
   if (n <= 0) return false;
@@ -147,7 +145,7 @@ bool Engine::hold_from_wake(uint32_t s, OpId id) {
 }
 
 void Engine::end_hold(uint32_t s, OpId id) {
-  if (!prio_ || compute_handoff_us_ <= 0) {
+  if (!rank_cores_ || compute_handoff_us_ <= 0) {
     release_sms(s, id);
     return;
   }

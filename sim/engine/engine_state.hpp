@@ -120,9 +120,9 @@ class Engine {
   void hold_sms(uint32_t s, OpId op, int64_t sms);
   void release_sms(uint32_t s, OpId op);
   void set_rate(uint32_t s);
-  // Rank-owned cores (prio_): a communication op's thread takes its share of the rank's cores
-  // from its wake-up, and gives it back compute_handoff_us after its call ends, or when its
-  // spin window ends.
+  // Rank-owned cores (rank_cores_): a communication op's thread takes its share of the
+  // rank's cores from its wake-up, and gives it back compute_handoff_us after its call ends,
+  // or when its spin window ends.
   int64_t comm_sms(uint32_t s, OpId op);
   bool hold_from_wake(uint32_t s, OpId op);
   void end_hold(uint32_t s, OpId op);
@@ -168,13 +168,13 @@ class Engine {
   NetworkModel& net_;
   EngineOptions opt_;
   bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
-  bool prio_ = false;  // CoreShare::Mode::rank_cores: a woken communication thread preempts compute
+  bool rank_cores_ = false;  // CoreShare::Mode::rank_cores: a woken communication thread preempts compute
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
   bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
   // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
   double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;
-  double on_core_us_ = 0;  // DeviceSpec::handoff_on_core_us (prio_ only)
+  double on_core_us_ = 0;  // DeviceSpec::handoff_on_core_us (rank_cores_ only)
   double tail_ = 0;                           // DeviceSpec::compute_tail
   CollectiveSpec coll_;
   bool check_ = false;
