@@ -56,7 +56,7 @@ for kv in sets:
         sys.exit("rescore.sh: --set wants section.key=value, got " + kv)
     path, value = kv.split("=", 1)
     section, key = path.rsplit(".", 1)
-    start = next((i for i, l in enumerate(lines) if l.strip() == "[" + section + "]"), None)
+    start = next((i for i, l in enumerate(lines) if l.split("#")[0].strip() == "[" + section + "]"), None)
     if start is None:
         sys.exit("rescore.sh: the calibration has no [%s] section (from --set %s)" % (section, kv))
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")), len(lines))
