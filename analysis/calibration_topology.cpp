@@ -242,22 +242,15 @@ std::string topology_toml(const CalibrationResult& r) {
   } else {
     kv("dispatch_us", fnum(d.dispatch_us), "from the base topology");
   }
-  if (!r.in_situ.handoff_us.empty()) {
-    std::snprintf(buf, sizeof buf,
-                  "in situ: mean gap before a communication op after a dependency on another stream, %zu gaps "
-                  "(median %.3g us)",
-                  r.in_situ.handoff_us.size(), quantile(r.in_situ.handoff_us, 0.5));
-    kv("stream_handoff_us", fnum(d.stream_handoff_us), buf);
-  } else {
-    kv("stream_handoff_us", fnum(d.stream_handoff_us), "from the base topology");
-  }
-  if (!r.in_situ.compute_handoff_us.empty()) {
-    std::snprintf(buf, sizeof buf, "in situ: mean gap before a compute op after a call it waited for, %zu gaps (median %.3g us)",
-                  r.in_situ.compute_handoff_us.size(), quantile(r.in_situ.compute_handoff_us, 0.5));
-    kv("compute_handoff_us", fnum(d.compute_handoff_us), buf);
-  } else {
-    kv("compute_handoff_us", fnum(d.compute_handoff_us), "from the base topology");
-  }
+  // A hand-off (a trimmed mean of gaps measured in situ), or the base topology's value.
+  const auto handoff = [&](const char* key, double value, const std::vector<double>& gaps, const char* before) {
+    if (gaps.empty()) return kv(key, fnum(value), "from the base topology");
+    std::snprintf(buf, sizeof buf, "in situ: mean gap before %s, %zu gaps (median %.3g us)", before, gaps.size(),
+                  quantile(gaps, 0.5));
+    kv(key, fnum(value), buf);
+  };
+  handoff("stream_handoff_us", d.stream_handoff_us, r.in_situ.handoff_us, "a communication op after a dependency on another stream");
+  handoff("compute_handoff_us", d.compute_handoff_us, r.in_situ.compute_handoff_us, "a compute op after a call it waited for");
   if (!r.in_situ.handoff_us.empty())
     kv("handoff_on_core_us", fnum(d.handoff_on_core_us),
        "in situ: the median gap before a communication op (at most the mean): its worker on the rank's core");
