@@ -276,15 +276,18 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                                     {"measured_step_median_s", h.measured_step_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
                                     {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
+  // A noise figure that needs more runs than were made is null, not 0: 0 would read as "no noise".
+  auto measured_if = [](bool made, double pct) { return made ? nlohmann::json(pct) : nlohmann::json(nullptr); };
   j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
-                  {"run_to_run_op_mape_pct", v.run_to_run_op_mape_pct},
-                  {"run_to_run_step_spread_pct", v.run_to_run_step_spread_pct},
-                  {"split_half_op_mape_pct", v.split_half_op_mape_pct}};
+                  {"run_to_run_op_mape_pct", measured_if(v.runs >= 2, v.run_to_run_op_mape_pct)},
+                  {"run_to_run_step_spread_pct", measured_if(v.runs >= 2, v.run_to_run_step_spread_pct)},
+                  {"split_half_op_mape_pct", measured_if(v.runs >= kMinSplitRuns, v.split_half_op_mape_pct)}};
   if (const auto& b = v.compute_busy; b.samples > 0) {
     j["execute"]["compute_per_rank_s"] = {
         {"predicted", b.predicted_s}, {"min", b.min_s}, {"median", b.median_s}, {"max", b.max_s}, {"samples", b.samples}};
-    j["execute"]["run_to_run_compute_spread_pct"] = b.median_s > 0 ? 100.0 * (b.max_s - b.min_s) / b.median_s : 0.0;
+    const bool spread = b.samples >= 2 && b.median_s > 0;
+    j["execute"]["run_to_run_compute_spread_pct"] = measured_if(spread, spread ? 100.0 * (b.max_s - b.min_s) / b.median_s : 0.0);
   }
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
@@ -311,7 +314,7 @@ std::string validate_table(const ValidateOutcome& v) {
                   st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
-  if (v.split_half_op_mape_pct > 0) {
+  if (v.runs >= kMinSplitRuns) {
     std::snprintf(buf, sizeof buf,
                   "reference   the per-op medians of the even and the odd runs differ by %.1f%% (MAPE): a per-op\n"
                   "            error below that is within what the reference reproduces to\n\n",

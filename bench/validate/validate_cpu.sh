@@ -67,9 +67,10 @@ b = e.get("compute_per_rank_s", {})
 busy = "%.1f / %.1f (%.1f-%.1f)" % tuple(1e3 * b[k] for k in ("predicted", "median", "min", "max")) if b else "-"
 x = d["calibration"].get("executed")
 host = "%+.1f %% / %+.1f %%" % (x["host_drift_pct"], x["predicted_error_pct"]) if x else "-"
-print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %.1f %% | %.1f %% | %.1f %% | %s | %s |" % (
+pct = lambda x: "-" if x is None else "%.1f %%" % x  # null: too few runs to tell
+print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %s | %s | %s | %s | %s |" % (
     sys.argv[2], d["predicted"]["step_time_s"], d["measured"]["step_time_s"], d["step_time_error_pct"],
-    d["op_mape_pct"], e["run_to_run_op_mape_pct"], e["split_half_op_mape_pct"], e["run_to_run_step_spread_pct"], busy, host))
+    d["op_mape_pct"], pct(e["run_to_run_op_mape_pct"]), pct(e["split_half_op_mape_pct"]), pct(e["run_to_run_step_spread_pct"]), busy, host))
 PY
 done
 [ $pairs -eq 1 ] || exit 0
