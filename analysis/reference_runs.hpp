@@ -32,11 +32,14 @@ class ReferenceRuns {
   // warm-up included, judged by the mean so far), at least kMinRuns, at most kMaxRuns. On a
   // host whose ranks share cores a communication op's single-run time spreads over 10x
   // (bench/results/validate_cpu.md, "sixth session"): its median over 15 runs is a reference a
-  // model can be scored against, over 3 it is not. At least 3 so that even a long step is
-  // compared at a median (its GEMM classes' MAPE was 11-14 % against one run, 7-9 % against
-  // the median of 3: "seventh session").
+  // model can be scored against, over 3 it is not. At least 7 so that even a long step is
+  // compared at a median that a few slow runs do not move, with halves to tell its noise
+  // (kMinSplitRuns): quickstart (5.5 s steps, 3 runs in the budget) on one calibration scored
+  // 11.2-19.0 % op MAPE against 3 runs (three references), 7.2 / 15.8 % against 5 and 9.5 /
+  // 10.4 % against 7 ("thirtieth session"); its GEMM classes had scored 11-14 % against one
+  // run and 7-9 % against 3 ("seventh session").
   static constexpr double kBudgetS = 30.0;
-  static constexpr int kMinRuns = 3, kMaxRuns = 15;
+  static constexpr int kMinRuns = 7, kMaxRuns = 15;
 
   ReferenceRuns(const ValidateOptions& opts, int64_t world, const std::filesystem::path& exe);
 

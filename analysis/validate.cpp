@@ -191,6 +191,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         v.host_drift.executions = e.executions;
         v.host_drift.launches = e.launches;
         v.host_drift.calibrated_step_s = e.step_median_s;
+        v.host_drift.calibrated_min_s = e.step_min_s;
+        v.host_drift.calibrated_max_s = e.step_max_s;
       }
     const StepIR ir = build_step_ir(sc);
     const sim::Simulation sim = sim::simulate(ir);
@@ -273,6 +275,8 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                                     {"launches", h.launches},
                                     {"interleaved", h.interleaved},
                                     {"step_median_s", h.calibrated_step_s},
+                                    {"step_min_s", h.calibrated_min_s},
+                                    {"step_max_s", h.calibrated_max_s},
                                     {"measured_step_median_s", h.measured_step_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
                                     {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
@@ -330,12 +334,12 @@ std::string validate_table(const ValidateOutcome& v) {
   }
   if (const auto& h = v.host_drift; h.executions > 0) {
     std::snprintf(buf, sizeof buf,
-                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s%s);\n"
-                  "            these runs %.4g s (%+.1f%%): how far this machine moved since it was calibrated; the\n"
-                  "            prediction is %+.1f%% from the calibration's executions (in-sample: the model without\n"
-                  "            that drift)\n\n",
+                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s%s,\n"
+                  "            %.4g .. %.4g s); these runs %.4g s (%+.1f%%): how far this machine moved since it was\n"
+                  "            calibrated; the prediction is %+.1f%% from the calibration's executions (in-sample: the\n"
+                  "            model without that drift)\n\n",
                   h.calibrated_step_s, (long long)h.executions, (long long)h.launches, h.launches == 1 ? "" : "es",
-                  h.interleaved ? ", between these runs" : "",
+                  h.interleaved ? ", between these runs" : "", h.calibrated_min_s, h.calibrated_max_s,
                   h.measured_step_s, h.pct_of(h.measured_step_s),
                   h.pct_of(v.predicted.result.step_time_s));
     out += buf;

@@ -103,6 +103,9 @@ struct ValidateOutcome {
     int64_t launches = 1;          // of the calibration job they spread over
     bool interleaved = false;      // those launches ran between blocks of these runs
     double calibrated_step_s = 0;  // the calibration's executions' median step
+    // Their fastest and slowest step: how far this machine's pace moved while it calibrated (a
+    // host with slow phases shows two paces here, and the median carries whichever most saw).
+    double calibrated_min_s = 0, calibrated_max_s = 0;
     double measured_step_s = 0;    // these runs' median step
     // (step - calibrated) / calibrated, %: of the measured step, the machine's drift; of the
     // predicted one, the model's error without it (in-sample).

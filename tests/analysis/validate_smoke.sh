@@ -30,7 +30,7 @@ python3 - "$work/out.json" "$work/cmp.json" <<'PY' || exit 1
 import json, sys
 v, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 runs = v["execute"]["runs"]
-assert 3 <= runs <= 15, "default runs %d outside 3-15" % runs
+assert 7 <= runs <= 15, "default runs %d outside 7-15" % runs
 assert abs(c["op_mape_pct"] - v["op_mape_pct"]) < 1e-6 * max(1.0, v["op_mape_pct"]), (c["op_mape_pct"], v["op_mape_pct"])
 # Compute busy per rank (cpu-tp2: 2 ranks): one sample per rank and run, the prediction's beside them.
 b = v["execute"]["compute_per_rank_s"]
@@ -42,6 +42,8 @@ assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
 # steps (the machine's drift since calibrating) and the prediction against them (the model's).
 x = v["calibration"]["executed"]
 assert x["executions"] >= 1 and x["step_median_s"] > 0, x
+# Their fastest and slowest steps beside the median (how far the pace moved while calibrating).
+assert 0 < x["step_min_s"] <= x["step_median_s"] <= x["step_max_s"], x
 # Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each,
 # which validate ran between blocks of its own executions (--interleave).
 assert x["launches"] == 4 and x["executions"] >= 4, x
@@ -80,7 +82,8 @@ fi
   echo "second validate failed:"; cat "$work/err2.txt"; exit 1; }
 grep -q "(cached)" "$work/err2.txt" || { echo "the second run did not use the cache"; cat "$work/err2.txt"; exit 1; }
 grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$work/out2.txt"; exit 1; }
-grep -q "^host        the calibration executed this scenario at .* (median of [0-9]* in 4 launches);" "$work/out2.txt" || {
+grep -q "^host        the calibration executed this scenario at .* (median of [0-9]* in 4 launches,$" "$work/out2.txt" &&
+  grep -Eq "^            [0-9.e-]+ \.\. [0-9.e-]+ s\); these runs " "$work/out2.txt" || {
   echo "no host drift line"; cat "$work/out2.txt"; exit 1; }
 grep -q "^compute     busy per rank .* predicted; measured .* (median of 8 ranks x runs" "$work/out2.txt" || {
   echo "no compute line for 2 ranks x 4 runs"; cat "$work/out2.txt"; exit 1; }
