@@ -72,15 +72,15 @@ struct ValidateOutcome {
   Comparison comparison;
   std::vector<double> run_step_times_s;
   int runs = 1;
-  // How much executions of the same step differ (runs > 1; else 0, null in the JSON): the mean over ordered
-  // pairs of runs of one run's per-op MAPE against the other (communication aligned, the
-  // scoring rule of compare), and (max - min) / median of the runs' step times: how noisy a
-  // reference one execution is (the comparison takes each op's median over the runs).
+  // How much executions of the same step differ (runs > 1; else 0, null in the JSON): the
+  // mean over ordered pairs of runs of one run's per-op MAPE against the other (communication
+  // aligned, the scoring rule of compare), and (max - min) / median of the runs' step times:
+  // how noisy a reference one execution is (the comparison takes each op's median over runs).
   double run_to_run_op_mape_pct = 0;
   double run_to_run_step_spread_pct = 0;
-  // How well the compared reference reproduces itself (runs >= 4; else 0, null in the JSON): each op's median
-  // over the even-numbered runs against its median over the odd ones, MAPE averaged over both
-  // directions (analysis/run_noise.hpp). The reference takes every run's median, steadier
+  // How well the compared reference reproduces itself (runs >= 4; else 0, null in the JSON):
+  // each op's median over the even-numbered runs against its median over the odd ones, MAPE
+  // averaged over both directions (analysis/run_noise.hpp). The reference takes every run's median, steadier
   // than either half's, so this bounds its noise from above.
   double split_half_op_mape_pct = 0;
   // The compute stream's busy time per rank in each execution (every run's every rank; op
