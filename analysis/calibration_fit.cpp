@@ -100,7 +100,9 @@ void fit_all(CalibrationResult& r) {
   // The wake-up's own cost: the typical hand-off. Its tail (quickstart: median 17.5 us, mean
   // 149 us) is a woken worker waiting for a core its compute thread keeps (DeviceSpec).
   r.handoff_on_core_us = r.in_situ.handoff_us.empty() ? 0.0 : std::min(quantile(r.in_situ.handoff_us, 0.5), r.stream_handoff_us);
-  r.sync_skew_us = trimmed_mean(arrival_waits(r.in_situ.arrivals), kTrim);
+  // The arrival skew is the median execution's mean wait, not the pooled mean: as compute_tail
+  // below, what the median-step run pays (median_execution_wait, in_situ.hpp).
+  r.sync_skew_us = median_execution_wait(r.in_situ.arrivals, kTrim, &r.sync_skew_executions);
   // On a CPU host a poller sleeps after spinning exec::kPollSpinUs; the drift is used when it
   // says which calls had a member asleep clearly better than no drift does (DriftFit::use; it
   // then carries the whole mean wait). On cpu-tp2-dp2-zero3 (4 ranks time-sharing 2 cores) it

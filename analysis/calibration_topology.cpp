@@ -378,7 +378,14 @@ std::string topology_toml(const CalibrationResult& r) {
   {
     const std::vector<double> waits = arrival_waits(r.in_situ.arrivals);
     if (r.sync_drift() > 0) kv("sync_skew_us", fnum(0.0), "the wait for a collective's last member is sync_drift's");
-    else in_situ_mean("sync_skew_us", t.collectives.sync_skew_us, waits, "wait for a collective's last member");
+    else if (waits.empty()) kv("sync_skew_us", fnum(t.collectives.sync_skew_us), "from the base topology");
+    else {
+      std::snprintf(buf, sizeof buf,
+                    "in situ: the median over %zu executions of each one's mean wait for a collective's last member, "
+                    "%zu samples (pooled mean %.3g us, median %.3g us)",
+                    r.sync_skew_executions, waits.size(), trimmed_mean(waits, 0.005), quantile(waits, 0.5));
+      kv("sync_skew_us", fnum(t.collectives.sync_skew_us), buf);
+    }
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
                   "(%.3g), %zu members, %s: its spread below tells the calls with a member asleep for %.0f %% of them, "

@@ -40,6 +40,16 @@ std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals) {
   return waits;
 }
 
+double median_execution_wait(const std::vector<Arrival>& arrivals, double trim, size_t* executions) {
+  std::map<int, std::vector<double>> by_execution;
+  for (const Arrival& a : arrivals) by_execution[a.execution].push_back(a.wait_us);
+  std::vector<double> means;
+  means.reserve(by_execution.size());
+  for (auto& [e, waits] : by_execution) means.push_back(trimmed_mean(std::move(waits), trim));
+  if (executions) *executions = means.size();
+  return means.empty() ? 0.0 : quantile(means, 0.5);
+}
+
 DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim) {
   DriftFit f;
   if (arrivals.empty()) return f;
@@ -235,7 +245,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
     if (in_stage) {
       c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op.id, group));
-      out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us, t.end_us - t.start_us});
+      out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us, t.end_us - t.start_us, out.executions});
     }
     if (const auto* col = op.collective()) {
       c.pattern = pattern_of(col->kind);

@@ -46,6 +46,7 @@ struct Arrival {
   double since_us = 0;   // its own arrival - the last time its rank's compute waited for a call
   double spread_us = 0;  // the call's last arrival - its first (the earliest member's wait)
   double time_us = 0;    // its call's time from the last arrival (0: unknown, weighs 1 us)
+  int execution = 0;     // the measured step it came from (InSituSamples::executions then)
 };
 
 // The arrival skew as drift (CollectiveSpec::sync_drift), and which calls it says had a member
@@ -117,6 +118,15 @@ DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double 
 
 // Each member's wait for its call's last member (Arrival::wait_us), in order.
 std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals);
+
+// The arrival skew of the median execution: per execution (Arrival::execution), the trimmed
+// mean of its members' waits; the median of those (0 without arrivals). `executions` gets how
+// many there were. validate compares the median-step run, and a step's waits move with its
+// host: cpu-tp2's 15 runs of one pass averaged 0.8-5.7 us per member, their median-step run
+// 2 us, while the pooled mean of its calibration's 12 executions was 8.7 us, set by the slow
+// ones, and put the prediction 12.4 % over those executions' median step
+// (bench/results/validate_cpu.md, "thirty-first session").
+double median_execution_wait(const std::vector<Arrival>& arrivals, double trim, size_t* executions = nullptr);
 
 // The pattern calibrate times a collective kind with.
 CommPattern pattern_of(CollKind k);

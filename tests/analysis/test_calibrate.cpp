@@ -194,6 +194,22 @@ TEST_CASE("in-situ samples recover the executor's gaps from a measured step", "[
   CHECK(t.device.compute_tail == Approx(0.1));
   CHECK(t.collectives.sync_skew_us == Approx(5.0));
   CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+
+  // Three executions whose members waited 2, 4 and 60 us on average (pooled: 22 us): the skew
+  // is the median execution's, 4 us.
+  r.in_situ.arrivals = {{0, 0, 10, 0, 0}, {4, 0, 10, 0, 0}, {4, 0, 10, 0, 1},
+                        {4, 0, 10, 0, 1}, {120, 0, 10, 0, 2}, {0, 0, 10, 0, 2}};
+  fit_all(r);
+  CHECK(r.sync_skew_us == Approx(4.0));
+  CHECK(r.sync_skew_executions == 3);
+  const std::string toml = topology_toml(r);
+  CHECK(toml.find("the median over 3 executions of each one's mean wait") != std::string::npos);
+  CHECK(toml.find("6 samples (pooled mean 22 us") != std::string::npos);
+  size_t n = 0;
+  CHECK(median_execution_wait({}, 0.0, &n) == 0.0);
+  CHECK(n == 0);
+  CHECK(median_execution_wait({{3, 0, 0, 0, 7}}, 0.0, &n) == Approx(3.0));
+  CHECK(n == 1);
 }
 
 // CollectiveSpec::p2p_ack_us: the simulator ends every send exactly that long after its

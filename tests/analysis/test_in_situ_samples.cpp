@@ -82,6 +82,11 @@ TEST_CASE("in situ, the arrival skew's drift is read from the time since compute
   CHECK(i == in.arrivals.size());
   CHECK(i > 10);
   CHECK(synced > 0);
+  // Each arrival is tagged with the execution it came from: a second step's are execution 1.
+  for (const Arrival& a : in.arrivals) CHECK(a.execution == 0);
+  collect_in_situ(ir, sim.result, "execution test", in);
+  REQUIRE(in.arrivals.size() == 2 * i);
+  for (size_t k = i; k < in.arrivals.size(); ++k) CHECK(in.arrivals[k].execution == 1);
   // The rate is a ratio of sums, without the largest waits; it is used where it tells the
   // calls with a sleeping member (spread > 500 us) better than no drift does.
   const std::vector<Arrival> three = {{1, 10, 0}, {2, 20, 0}, {1000, 30, 0}};
