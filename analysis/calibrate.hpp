@@ -88,6 +88,9 @@ struct CalibrationResult {
   double dispatch_us = 0, stream_handoff_us = 0, compute_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
   double handoff_on_core_us = 0;  // the median communication hand-off, at most its mean
   size_t sync_skew_executions = 0;  // sync_skew_us: the median over this many executions' mean waits
+  // p2p_ack_us is the mean over the transfers whose sender's poller still spun when at least
+  // this many did (in_situ.hpp, awake_acks).
+  static constexpr size_t kMinAwakeAcks = 20;
   // The arrival skew as drift (CollectiveSpec::sync_drift and spread_drift, in_situ.hpp's
   // fit_drift): used, and sync_skew_us then 0, when its spread tells the calls with a sleeping
   // member better than no drift.

@@ -113,7 +113,7 @@ void fit_all(CalibrationResult& r) {
   const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
   if (r.drift.use()) r.sync_skew_us = 0;
-  r.p2p_ack_us = trimmed_mean(r.in_situ.ack_us, kTrim);
+  r.p2p_ack_us = trimmed_mean(awake_acks(r.in_situ.acks, spin_us, CalibrationResult::kMinAwakeAcks), kTrim);
   // The step's own compute times (in situ, the keys' points are their medians): what a step's
   // compute took beyond its ops' medians, as a fraction, in the median execution (validate
   // compares the median run; a rare descheduling of milliseconds in one execution is not

@@ -50,6 +50,15 @@ double median_execution_wait(const std::vector<Arrival>& arrivals, double trim, 
   return means.empty() ? 0.0 : quantile(means, 0.5);
 }
 
+std::vector<double> awake_acks(const std::vector<InSituSamples::Ack>& acks, double spin_us, size_t min_awake) {
+  std::vector<double> awake, all;
+  for (const InSituSamples::Ack& a : acks) {
+    all.push_back(a.ack_us);
+    if (spin_us <= 0 || a.sender_wait_us <= spin_us) awake.push_back(a.ack_us);
+  }
+  return awake.size() >= min_awake ? awake : all;
+}
+
 DriftFit fit_drift(const std::vector<Arrival>& arrivals, double spin_us, double trim) {
   DriftFit f;
   if (arrivals.empty()) return f;
@@ -253,7 +262,10 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       c.bytes = static_cast<double>(col->bytes);
     } else if (op.kind == OpKind::send) {
       // Its end is the acknowledgement's arrival; the transfer itself is timed by its receive.
-      if (partner[i] != SIZE_MAX) out.ack_us.push_back(std::max(0.0, t.end_us - aligned.ops[partner[i]].end_us));
+      if (partner[i] != SIZE_MAX) {
+        const double recv_end_us = aligned.ops[partner[i]].end_us;
+        out.acks.push_back({std::max(0.0, t.end_us - recv_end_us), std::max(0.0, recv_end_us - measured.ops[i].start_us)});
+      }
       continue;
     } else {
       c.pattern = CommPattern::send_recv;  // a transfer moves its bytes between two ranks

@@ -19,7 +19,8 @@
 //     a transfer by its receive, since its send ends only when the sender sees the receiver's
 //     acknowledgement; each with how long its rank had waited for the last participant (a
 //     call that ends after its poller stopped spinning is seen late: CollectiveSpec::wake_us);
-//   - acknowledgement: per transfer, its send's end minus its receive's end (0 if earlier);
+//   - acknowledgement: per transfer, its send's end minus its receive's end (0 if earlier), and
+//     how long its sender had been posted by its receive's end;
 //   - arrival skew: per member of a collective or ring shift within a stage (tp, cp, dp), how long after its
 //     own arrival the last member arrived (the wait the simulator's identical ranks do not
 //     have; stages reaching a collective at different times is the pipeline, simulated), and
@@ -78,7 +79,14 @@ struct InSituSamples {
   std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
-  std::vector<double> ack_us;      // per transfer: its send's end - its receive's end (>= 0)
+  // Per transfer: its send's end - its receive's end (>= 0), and how long the sender had been
+  // posted when the data arrived (its receive's end - its send's own post): beyond the poller's
+  // spin window the sender slept, and the simulator adds wake_us to its end on top.
+  struct Ack {
+    double ack_us = 0;
+    double sender_wait_us = 0;
+  };
+  std::vector<Ack> acks;
   std::map<OpKey, OpSamples> compute;
   // Per execution (one measured step, every rank), per key: its compute ops' summed time (us)
   // and count. What a whole step's compute took against its keys' medians (compute_tail).
@@ -127,6 +135,14 @@ std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals);
 // ones, and put the prediction 12.4 % over those executions' median step
 // (bench/results/validate_cpu.md, "thirty-first session").
 double median_execution_wait(const std::vector<Arrival>& arrivals, double trim, size_t* executions = nullptr);
+
+// The acknowledgements CollectiveSpec::p2p_ack_us is the mean of: those of transfers whose
+// sender had waited at most `spin_us` when the data arrived (its poller still spun; a sleeping
+// one adds wake_us in the simulator), or all of them when fewer than `min_awake` did (and with
+// spin_us 0: no poller sleeps). On cpu-pp4 (1,680 transfers) the sends whose rank had waited
+// over 0.5 ms ended a median 114 us after their receive, the others 19 us and -10 us
+// (bench/results/validate_cpu.md, "thirty-first session").
+std::vector<double> awake_acks(const std::vector<InSituSamples::Ack>& acks, double spin_us, size_t min_awake);
 
 // The pattern calibrate times a collective kind with.
 CommPattern pattern_of(CollKind k);

@@ -223,11 +223,15 @@ void Engine::on_call_done(uint64_t handle) {
   for (uint32_t i = 0; i < jn.count; ++i) {
     const auto [ps, pop] = parts_[jn.first + i];
     // A send ends when its sender sees the receiver's acknowledgement (CollectiveSpec::
-    // p2p_ack_us), after the receiver saw the data; other ops when their own thread sees the
-    // call complete (CollectiveSpec::wake_us). The thread is idle meanwhile, so it stops
-    // sharing the rank's cores now.
+    // p2p_ack_us), after the receiver saw the data, and a sleeping sender's poller later still
+    // (wake_us); other ops when their own thread sees the call complete (CollectiveSpec::
+    // wake_us). On cpu-pp4 (H2, 1,680 transfers) sends whose own rank had waited over 0.5 ms
+    // ended a median 114 us after their receive, the others 19 us (both awake) and -10 us
+    // (receiver asleep): the sender's sleep moves its end, the receiver's only through the
+    // receive (bench/results/validate_cpu.md, "thirty-first session"). The thread is idle
+    // meanwhile, so it stops sharing the rank's cores now.
     const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
-    const double later_us = acked ? recv_wake_us + coll_.p2p_ack_us : wake_delay_us(ps, pop);
+    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop);
     if (later_us > 0) {
       if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
       if (pool_) leave_core(ps, pop);

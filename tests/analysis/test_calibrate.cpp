@@ -240,8 +240,12 @@ TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay
 
     InSituSamples in;
     collect_in_situ(ir, sim.result, "execution test", in);
-    REQUIRE(in.ack_us.size() == static_cast<size_t>(sends));
-    for (double a : in.ack_us) CHECK(a == Approx(ack).margin(1e-6));
+    REQUIRE(in.acks.size() == static_cast<size_t>(sends));
+    for (const InSituSamples::Ack& a : in.acks) {
+      CHECK(a.ack_us == Approx(ack).margin(1e-6));
+      CHECK(a.sender_wait_us >= 0.0);  // from the send's start (the transfer's, simulated) to the data's arrival
+      CHECK(a.sender_wait_us < 500.0);
+    }
     // One communication sample per receive and per collective over more than one rank.
     size_t calls = 0;
     for (const OpTiming& t : sim.result.ops) {
@@ -269,6 +273,28 @@ TEST_CASE("a send ends p2p_ack_us after its receive, and in situ reads the delay
     test::TempFile topo(topology_toml(r), "calibrated-ack.toml");
     CHECK(load_topology(topo.path()).collectives.p2p_ack_us == Approx(ack));
   }
+}
+
+// The acknowledgement is the mean over the transfers whose sender had waited at most the spin
+// window when the data arrived (a sleeping sender's poller adds wake_us in the simulator), when
+// at least kMinAwakeAcks of them did; otherwise, or with no spin window, over all.
+TEST_CASE("p2p_ack_us is read from the transfers whose sender's poller still spun", "[analysis][calibrate]") {
+  std::vector<InSituSamples::Ack> acks;
+  for (int i = 0; i < 30; ++i) acks.push_back({20.0 + (i % 3), 100.0 + i});  // awake: 20-22 us
+  for (int i = 0; i < 10; ++i) acks.push_back({150.0, 800.0 + i});            // slept 0.8 ms
+  CHECK(awake_acks(acks, 500.0, 20).size() == 30);
+  CHECK(trimmed_mean(awake_acks(acks, 500.0, 20), 0.0) == Approx(21.0));
+  CHECK(awake_acks(acks, 500.0, 31).size() == 40);  // too few awake: all
+  CHECK(awake_acks(acks, 0.0, 20).size() == 40);    // no spin window: nothing sleeps
+
+  CalibrationResult r = synthetic_result(build_step_ir(test::scenario_from(cpu_scenario("cpu-host"))));
+  r.in_situ.acks = acks;
+  fit_all(r);
+  CHECK(r.p2p_ack_us == Approx(21.0));
+  const std::string toml = topology_toml(r);
+  CHECK(toml.find("where the sender's poller still spun (of 40 transfers), 30 samples") != std::string::npos);
+  test::TempFile topo(toml, "calibrated-awake-ack.toml");
+  CHECK(load_topology(topo.path()).collectives.p2p_ack_us == Approx(21.0));
 }
 
 // CollectiveSpec::sync_drift, read back: a step simulated with a drift waits, before each
