@@ -129,11 +129,11 @@ std::vector<double> arrival_waits(const std::vector<Arrival>& arrivals);
 
 // The arrival skew of the median execution: per execution (Arrival::execution), the trimmed
 // mean of its members' waits; the median of those (0 without arrivals). `executions` gets how
-// many there were. validate compares the median-step run, and a step's waits move with its
-// host: cpu-tp2's 15 runs of one pass averaged 0.8-5.7 us per member, their median-step run
-// 2 us, while the pooled mean of its calibration's 12 executions was 8.7 us, set by the slow
-// ones, and put the prediction 12.4 % over those executions' median step
-// (bench/results/validate_cpu.md, "thirty-first session").
+// many there were. validate compares one run (its fastest half's median-step run), and a
+// step's waits move with its host: cpu-tp2's 15 runs of one pass averaged 0.8-5.7 us per
+// member, their median-step run 2 us, while the pooled mean of its calibration's 12
+// executions was 8.7 us, set by the slow ones, and put the prediction 12.4 % over those
+// executions' median step (bench/results/validate_cpu.md, "thirty-first session").
 double median_execution_wait(const std::vector<Arrival>& arrivals, double trim, size_t* executions = nullptr);
 
 // The acknowledgements CollectiveSpec::p2p_ack_us is the mean of: those of transfers whose

@@ -15,6 +15,19 @@ double upper_median(std::vector<double> v) {
   return *mid;
 }
 
+std::vector<int> fastest_half(const std::vector<double>& step_s) {
+  std::vector<int> order(step_s.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return step_s[static_cast<size_t>(a)] < step_s[static_cast<size_t>(b)]; });
+  order.resize((order.size() + 1) / 2);
+  return order;
+}
+
+double fast_half_step_s(const std::vector<double>& step_s) {
+  const std::vector<int> fast = fastest_half(step_s);
+  return fast.empty() ? 0.0 : step_s[static_cast<size_t>(fast[(fast.size() - 1) / 2])];
+}
+
 double run_to_run_mape_pct(const RunDurations& durations, int runs) {
   double sum = 0;
   int64_t pairs = 0;

@@ -29,6 +29,21 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs);
 constexpr int kMinSplitRuns = 4;
 double split_half_mape_pct(const RunDurations& durations, int runs);
 
+// The fastest half of a scenario's executions: the indices of the ceil(n / 2) runs with the
+// shortest steps, fastest first (ties: the earlier run). A shared host's other tenants only
+// add time, in phases of seconds to minutes, so the fast half is the machine's own pace: on the
+// 2-core build machine, over 56 validate rows, the median step of the reference runs moved from
+// that of their calibration's executions by RMS 10.1 % (13 beyond 10 %), the fastest step by
+// RMS 6.0 % (4 beyond 10 %) (bench/results/validate_cpu.md, "thirty-first session"). Its
+// median, not its fastest, is what calibrate and validate take: with 4 ranks on 2 cores the
+// single fastest run is a lucky schedule (cpu-tp2-dp2-zero3: 19-27 % below its calibration's).
+// Robust benchmarking under one-sided noise: J. Chen and J. Revels, "Robust benchmarking in
+// noisy environments", arXiv:1608.04295 (2016).
+std::vector<int> fastest_half(const std::vector<double>& step_s);
+
+// The median step of the fastest half (its lower middle: a run that happened; 0 for none).
+double fast_half_step_s(const std::vector<double>& step_s);
+
 // The upper median of `v` (not empty): the rule validate's reference takes. Takes a copy, so
 // a caller's durations stay in run order for the figures above.
 double upper_median(std::vector<double> v);

@@ -190,7 +190,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       if (e.digest == digest) {
         v.host_drift.executions = e.executions;
         v.host_drift.launches = e.launches;
-        v.host_drift.calibrated_step_s = e.step_median_s;
+        v.host_drift.calibrated_step_s = e.step_fast_s;
+        v.host_drift.calibrated_median_s = e.step_median_s;
         v.host_drift.calibrated_min_s = e.step_min_s;
         v.host_drift.calibrated_max_s = e.step_max_s;
       }
@@ -206,25 +207,31 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     log(buf);
   }
 
-  // The reference: the run with the median step (its ops at their medians over the runs, below).
+  // The reference: the fastest half of the runs, the machine's own pace (run_noise.hpp,
+  // fastest_half), as the calibration's in-situ figures are its executions' fastest half; the
+  // run with that half's median step is compared, its ops at their medians over the half (below).
   v.execute_s = refs.seconds();
   v.runs = refs.count();
   v.run_step_times_s = refs.step_times_s();
-  std::vector<std::pair<double, int>> runs;
-  for (int run = 0; run < v.runs; ++run) runs.emplace_back(v.run_step_times_s[static_cast<size_t>(run)], run);
-  std::sort(runs.begin(), runs.end());
-  const auto [median_step, chosen] = runs[(runs.size() - 1) / 2];
-  if (runs.size() > 1 && median_step > 0)
-    v.run_to_run_step_spread_pct = 100.0 * (runs.back().first - runs.front().first) / median_step;
+  const std::vector<int> fast = fastest_half(v.run_step_times_s);
+  v.compared_runs = static_cast<int>(fast.size());
+  const int chosen = fast[(fast.size() - 1) / 2];
+  const double compared_step = v.run_step_times_s[static_cast<size_t>(chosen)];
+  const auto [lo, hi] = std::minmax_element(v.run_step_times_s.begin(), v.run_step_times_s.end());
+  std::vector<double> sorted = v.run_step_times_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double median_step = sorted[(sorted.size() - 1) / 2];
+  if (v.runs > 1 && median_step > 0) v.run_to_run_step_spread_pct = 100.0 * (*hi - *lo) / median_step;
   if (auto& h = v.host_drift; h.executions > 0) {
-    h.measured_step_s = median_step;
-    if (std::abs(h.pct_of(median_step)) > ValidateOutcome::kHostDriftWarnPct) {
+    h.measured_step_s = compared_step;
+    h.measured_median_s = median_step;
+    if (std::abs(h.pct_of(compared_step)) > ValidateOutcome::kHostDriftWarnPct) {
       char buf[384];
       std::snprintf(buf, sizeof buf,
-                    "warning: these runs' median step (%.4g s) is %+.1f%% from the calibration's executions of this "
-                    "scenario (%.4g s): the machine moved since it was calibrated, and a step error of that size is the "
+                    "warning: these runs' fastest half (median step %.4g s) is %+.1f%% from the calibration's executions' "
+                    "(%.4g s): the machine moved since it was calibrated, and a step error of that size is the "
                     "host's, not the model's (run again on a quiet machine, or --recalibrate)",
-                    median_step, h.pct_of(median_step), h.calibrated_step_s);
+                    compared_step, h.pct_of(compared_step), h.calibrated_step_s);
       log(buf);
     }
   }
@@ -239,18 +246,25 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     add_compute_busy(v.measured.result, ir, busy_s);
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
     if (v.runs > 1) {
-      RunDurations durations;
+      // Every run for the noise figures (in run order), the fastest half for the medians.
+      RunDurations durations, compared;
+      std::vector<bool> in_fast(static_cast<size_t>(v.runs), false);
+      for (const int k : fast) in_fast[static_cast<size_t>(k)] = true;
       for (int run = 0; run < v.runs; ++run) {
         LoadedResult r = run == chosen ? v.measured : read_result(refs.trace(run));
+        const bool counted = in_fast[static_cast<size_t>(run)];
         if (run != chosen) {
-          add_compute_busy(r.result, ir, busy_s);
+          if (counted) add_compute_busy(r.result, ir, busy_s);
           align_comm_starts(r.result, ir);
         }
-        for (const OpTiming& t : r.result.ops) durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
+        for (const OpTiming& t : r.result.ops) {
+          durations[{t.rank, t.op}].push_back(t.end_us - t.start_us);
+          if (counted) compared[{t.rank, t.op}].push_back(t.end_us - t.start_us);
+        }
       }
       v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
       v.split_half_op_mape_pct = split_half_mape_pct(durations, v.runs);
-      for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(durations.at({t.rank, t.op}));
+      for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(compared.at({t.rank, t.op}));
     }
     v.compute_busy = busy_summary(std::move(busy_s), v.predicted.result);
     // The measurement compared, for `paralab compare` of another prediction against it.
@@ -274,15 +288,17 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
     j["calibration"]["executed"] = {{"executions", h.executions},
                                     {"launches", h.launches},
                                     {"interleaved", h.interleaved},
-                                    {"step_median_s", h.calibrated_step_s},
+                                    {"step_fast_s", h.calibrated_step_s},
+                                    {"step_median_s", h.calibrated_median_s},
                                     {"step_min_s", h.calibrated_min_s},
                                     {"step_max_s", h.calibrated_max_s},
-                                    {"measured_step_median_s", h.measured_step_s},
+                                    {"measured_step_fast_s", h.measured_step_s},
+                                    {"measured_step_median_s", h.measured_median_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
                                     {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
   // A noise figure that needs more runs than were made is null, not 0: 0 would read as "no noise".
   auto measured_if = [](bool made, double pct) { return made ? nlohmann::json(pct) : nlohmann::json(nullptr); };
-  j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
+  j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"compared_runs", v.compared_runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", measured_if(v.runs >= 2, v.run_to_run_op_mape_pct)},
                   {"run_to_run_step_spread_pct", measured_if(v.runs >= 2, v.run_to_run_step_spread_pct)},
@@ -312,10 +328,11 @@ std::string validate_table(const ValidateOutcome& v) {
     std::vector<double> st = v.run_step_times_s;
     std::sort(st.begin(), st.end());
     std::snprintf(buf, sizeof buf,
-                  "runs        %zu executions, step time %.4g .. %.4g s (median compared; each op at its median over the runs)\n"
+                  "runs        %zu executions, step time %.4g .. %.4g s (the fastest %d compared: the run with their median\n"
+                  "            step, each op at its median over them)\n"
                   "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
                   "            (max - min over the median); a single execution is that noisy a reference\n\n",
-                  st.size(), st.front(), st.back(), v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
+                  st.size(), st.front(), st.back(), v.compared_runs, v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
   if (v.runs >= kMinSplitRuns) {
@@ -327,20 +344,20 @@ std::string validate_table(const ValidateOutcome& v) {
   }
   if (const auto& b = v.compute_busy; b.samples > 0) {
     std::snprintf(buf, sizeof buf,
-                  "compute     busy per rank %.4g s predicted; measured %.4g s (median of %zu ranks x runs, %.4g .. %.4g s)\n"
+                  "compute     busy per rank %.4g s predicted; measured %.4g s (median of %zu ranks x compared runs, %.4g .. %.4g s)\n"
                   "            how fast this machine computed while executing, against its calibration\n\n",
                   b.predicted_s, b.median_s, b.samples, b.min_s, b.max_s);
     out += buf;
   }
   if (const auto& h = v.host_drift; h.executions > 0) {
     std::snprintf(buf, sizeof buf,
-                  "host        the calibration executed this scenario at %.4g s per step (median of %lld in %lld launch%s%s,\n"
-                  "            %.4g .. %.4g s); these runs %.4g s (%+.1f%%): how far this machine moved since it was\n"
-                  "            calibrated; the prediction is %+.1f%% from the calibration's executions (in-sample: the\n"
-                  "            model without that drift)\n\n",
+                  "host        the calibration executed this scenario at %.4g s per step (its fastest half's median; %lld\n"
+                  "            executions in %lld launch%s%s, %.4g .. %.4g s, median %.4g s); these runs %.4g s (%+.1f%%;\n"
+                  "            median %.4g s): how far this machine moved since it was calibrated; the prediction is\n"
+                  "            %+.1f%% from the calibration's executions (in-sample: the model without that drift)\n\n",
                   h.calibrated_step_s, (long long)h.executions, (long long)h.launches, h.launches == 1 ? "" : "es",
-                  h.interleaved ? ", between these runs" : "", h.calibrated_min_s, h.calibrated_max_s,
-                  h.measured_step_s, h.pct_of(h.measured_step_s),
+                  h.interleaved ? ", between these runs" : "", h.calibrated_min_s, h.calibrated_max_s, h.calibrated_median_s,
+                  h.measured_step_s, h.pct_of(h.measured_step_s), h.measured_median_s,
                   h.pct_of(v.predicted.result.step_time_s));
     out += buf;
   }

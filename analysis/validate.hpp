@@ -52,8 +52,9 @@ struct ValidateOptions {
   // on the 2-core build machine (docs/calibration.md, "validate").
   int steps = 1;
   double warmup_s = 0.5;
-  // Executions (0: as many as fit in about 30 s of executing, launches included, 1 to 15). The
-  // run with the median step time is compared, each op with its median duration over the runs.
+  // Executions (0: as many as fit in about 30 s of executing, launches included, 7 to 15). Of
+  // their fastest half, the run with the median step time is compared, each op with its median
+  // duration over that half (run_noise.hpp, fastest_half).
   int runs = 0;
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)
@@ -72,6 +73,7 @@ struct ValidateOutcome {
   Comparison comparison;
   std::vector<double> run_step_times_s;
   int runs = 1;
+  int compared_runs = 1;  // the fastest half of them (run_noise.hpp, fastest_half)
   // How much executions of the same step differ (runs > 1; else 0, null in the JSON): the
   // mean over ordered pairs of runs of one run's per-op MAPE against the other (communication
   // aligned, the scoring rule of compare), and (max - min) / median of the runs' step times:
@@ -83,7 +85,7 @@ struct ValidateOutcome {
   // averaged over both directions (analysis/run_noise.hpp). The reference takes every run's median, steadier
   // than either half's, so this bounds its noise from above.
   double split_half_op_mape_pct = 0;
-  // The compute stream's busy time per rank in each execution (every run's every rank; op
+  // The compute stream's busy time per rank in each compared execution (the fastest half's every rank; op
   // durations summed), and the prediction's per stage (mean over stages): whether the machine
   // computed during the executions as fast as during its calibration, apart from
   // communication. On a shared VM a rank's compute moves by 1.5x between executions
@@ -94,7 +96,7 @@ struct ValidateOutcome {
     size_t samples = 0;                       // ranks x runs (0: nothing measured)
   } compute_busy;
   // The calibration's own executions of this scenario ([[calibration.execution]], same digest)
-  // against these runs' median step: how far the machine moved since it was calibrated. A
+  // against these runs, the fastest half's median step of each: how far the machine moved since it was calibrated. A
   // 2-vCPU VM ran cpu-cp2 at 8.3 ms per step while calibrating and 5.9 ms minutes later
   // (bench/results/validate_cpu.md, "nineteenth session"): a step error of that size is not
   // the model's. executions 0: the calibration did not execute this scenario.
@@ -102,11 +104,13 @@ struct ValidateOutcome {
     int64_t executions = 0;
     int64_t launches = 1;          // of the calibration job they spread over
     bool interleaved = false;      // those launches ran between blocks of these runs
-    double calibrated_step_s = 0;  // the calibration's executions' median step
+    double calibrated_step_s = 0;    // the calibration's executions' fastest half's median step
+    double calibrated_median_s = 0;  // all its executions' median step
     // Their fastest and slowest step: how far this machine's pace moved while it calibrated (a
     // host with slow phases shows two paces here, and the median carries whichever most saw).
     double calibrated_min_s = 0, calibrated_max_s = 0;
-    double measured_step_s = 0;    // these runs' median step
+    double measured_step_s = 0;    // these runs' fastest half's median step (the compared run's)
+    double measured_median_s = 0;  // all these runs' median step
     // (step - calibrated) / calibrated, %: of the measured step, the machine's drift; of the
     // predicted one, the model's error without it (in-sample).
     [[nodiscard]] double pct_of(double step_s) const { return 100.0 * (step_s - calibrated_step_s) / calibrated_step_s; }

@@ -33,7 +33,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per run, measured.json as compared (default: a temporary directory)"},
     {"--steps", true, "optimizer steps per execution after the warm-up, the last measured (default 1)"},
     {"--warmup", true, "seconds of warm-up steps per execution before them (at least one step; default 0.5; 0: none)"},
-    {"--runs", true, "executions; the median-step run is compared, each op at its median over runs (default: 7-15, ~30 s)"},
+    {"--runs", true, "executions; of their fastest half the median-step run is compared, each op at its median over that half (default: 7-15, ~30 s)"},
     {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
     {"--help", false, "this help"},
 };

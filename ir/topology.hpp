@@ -199,6 +199,10 @@ struct ExecutionPoint {
   int64_t executions = 0;
   int64_t launches = 1;  // of the calibration job the executions spread over
   double step_median_s = 0, step_min_s = 0, step_max_s = 0;
+  // The median step of the fastest half of the executions (analysis/run_noise.hpp,
+  // fastest_half): what the calibration's in-situ figures were taken from, and what validate
+  // holds its own runs' fastest half against. Files without it: step_median_s.
+  double step_fast_s = 0;
 };
 struct Calibration {
   std::string source;    // how and where it was measured

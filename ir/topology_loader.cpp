@@ -162,7 +162,7 @@ KernelPoint read_kernel_point(const RawTable& e, const std::string& file) {
 
 ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) {
   ExecutionPoint p;
-  constexpr const char* kAllowed = "scenario, digest, executions, launches, step_median_s, step_min_s, step_max_s";
+  constexpr const char* kAllowed = "scenario, digest, executions, launches, step_median_s, step_fast_s, step_min_s, step_max_s";
   bool have_median = false;
   for (const auto& [k, v] : e) {
     const std::string key = "calibration.execution." + k;
@@ -171,6 +171,7 @@ ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) 
     else if (k == "executions") p.executions = read_int(v, key, 1, int64_t{1} << 40);
     else if (k == "launches") p.launches = read_int(v, key, 1, int64_t{1} << 40);
     else if (k == "step_median_s") { p.step_median_s = read_double(v, key, 0, 1e9, true); have_median = true; }
+    else if (k == "step_fast_s") p.step_fast_s = read_double(v, key, 0, 1e9, true);
     else if (k == "step_min_s") p.step_min_s = read_double(v, key, 0, 1e9, true);
     else if (k == "step_max_s") p.step_max_s = read_double(v, key, 0, 1e9, true);
     else throw ConfigError(v.loc, key, v.text, "unknown key", kAllowed);
@@ -186,6 +187,10 @@ ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) 
   if (!(p.step_min_s <= p.step_median_s && p.step_median_s <= p.step_max_s))
     throw ConfigError(at, "calibration.execution", std::to_string(p.step_median_s),
                       "step_median_s outside [step_min_s, step_max_s]", "step_min_s <= step_median_s <= step_max_s");
+  if (p.step_fast_s == 0) p.step_fast_s = p.step_median_s;  // written before the thirty-first session
+  if (!(p.step_min_s <= p.step_fast_s && p.step_fast_s <= p.step_median_s))
+    throw ConfigError(at, "calibration.execution.step_fast_s", std::to_string(p.step_fast_s),
+                      "the fastest half's median outside [step_min_s, step_median_s]", "step_min_s <= step_fast_s <= step_median_s");
   return p;
 }
 

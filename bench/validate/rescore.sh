@@ -73,7 +73,8 @@ PY
   python3 - "$work/$s.cmp.json" "$work/$s.toml" "$s" <<'PY'
 import json, re, sys
 c = json.load(open(sys.argv[1]))
-m = re.search(r"^step_median_s\s*=\s*([0-9.eE+-]+)", open(sys.argv[2]).read(), re.M)
+t = open(sys.argv[2]).read()  # the fastest half's median step (older calibrations: the median)
+m = re.search(r"^step_fast_s\s*=\s*([0-9.eE+-]+)", t, re.M) or re.search(r"^step_median_s\s*=\s*([0-9.eE+-]+)", t, re.M)
 vs = "%+.1f %%" % (100 * (c["predicted_step_time_s"] / float(m.group(1)) - 1)) if m else "-"
 print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %s |" % (
     sys.argv[3], c["predicted_step_time_s"], c["measured_step_time_s"], c["step_time_error_pct"], c["op_mape_pct"], vs))

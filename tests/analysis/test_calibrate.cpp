@@ -67,6 +67,7 @@ TEST_CASE("a calibrated topology loads, simulates and takes the measured op time
   CHECK(t.calibration.executions[0].step_median_s == Approx(0.011));
   CHECK(t.calibration.executions[0].step_min_s == Approx(0.010));
   CHECK(t.calibration.executions[0].step_max_s == Approx(0.012));
+  CHECK(t.calibration.executions[0].step_fast_s == Approx(0.010));  // the fastest 2 of 3: their lower middle
 
   // A scenario on the calibrated topology: every compute op takes its point's median.
   const Scenario s = test::scenario_from(cpu_scenario(topo.path().string()));

@@ -3,6 +3,7 @@
 // random durations.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "analysis/run_noise.hpp"
@@ -58,4 +59,33 @@ TEST_CASE("split half on random durations: identical halves give 0, noise gives 
   CHECK(half > 0.5);
   CHECK(half < one);
   CHECK(one < 10.0);
+}
+
+TEST_CASE("the fastest half: the ceil(n/2) shortest steps, fastest first, and their lower middle", "[analysis][noise]") {
+  CHECK(fastest_half({5, 3, 4, 1}) == std::vector<int>{3, 1});
+  CHECK(fast_half_step_s({5, 3, 4, 1}) == 1.0);
+  CHECK(fastest_half({5, 3, 4, 1, 2}) == std::vector<int>{3, 4, 1});
+  CHECK(fast_half_step_s({5, 3, 4, 1, 2}) == 2.0);
+  CHECK(fastest_half({2, 2, 1}) == std::vector<int>{2, 0});  // ties: the earlier run
+  CHECK(fastest_half({7}) == std::vector<int>{0});
+  CHECK(fast_half_step_s({7}) == 7.0);
+  CHECK(fastest_half({}).empty());
+  CHECK(fast_half_step_s({}) == 0.0);
+  // Random steps: the half holds the ceil(n/2) smallest, none of the others is smaller.
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> step(0.01, 0.05);
+  for (int n = 1; n <= 15; ++n) {
+    std::vector<double> s(static_cast<size_t>(n));
+    for (double& x : s) x = step(rng);
+    const std::vector<int> half = fastest_half(s);
+    REQUIRE(half.size() == static_cast<size_t>((n + 1) / 2));
+    double worst = 0;
+    for (int k : half) worst = std::max(worst, s[static_cast<size_t>(k)]);
+    int below = 0;
+    for (double x : s) below += x <= worst;
+    CHECK(below == static_cast<int>(half.size()));
+    std::vector<double> sorted = s;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(fast_half_step_s(s) == sorted[(half.size() - 1) / 2]);
+  }
 }

@@ -193,10 +193,14 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
   CHECK(e.step_min_s == 0.015);
   CHECK(e.step_max_s == 0.019);
   CHECK(e.launches == 1);  // not given: the calibration job's own launch
+  CHECK(e.step_fast_s == 0.016);  // not given (written before it existed): the median
   CHECK(t.calibration.empty());  // no compute points: the compute model keeps its formulas
   const paralab::Topology spread = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
                                                "executions = 12\nlaunches = 4\nstep_median_s = 0.01\n");
   CHECK(spread.calibration.executions.at(0).launches == 4);
+  const paralab::Topology fast = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
+                                             "executions = 12\nstep_median_s = 0.01\nstep_fast_s = 0.009\nstep_min_s = 0.008\n");
+  CHECK(fast.calibration.executions.at(0).step_fast_s == 0.009);
   try {
     load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nlaunches = 4\nstep_median_s = 0.01\n");
     FAIL("more launches than executions was accepted");
@@ -223,6 +227,9 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
           "unknown key");
   refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_max_s = 0.005\n",
           "calibration.execution", 13, "outside");
+  // The fastest half's median is at most the median.
+  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_fast_s = 0.011\nstep_max_s = 0.02\n",
+          "calibration.execution.step_fast_s", 13, "outside");
 }
 
 TEST_CASE("overrides must be section.key=value", "[ir][config]") {
