@@ -355,7 +355,8 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     for (const StepResult& r : runs) steps.s.push_back(r.step_time_s);
     // The in-situ figures come from the fastest half of the executions, the machine's own
     // pace (run_noise.hpp, fastest_half), as validate compares its runs' fastest half.
-    for (const int k : fastest_half(steps.s)) collect_in_situ(*ir, runs[static_cast<size_t>(k)], "execution " + ir->scenario.name, res.in_situ);
+    for (const int k : fastest_half(steps.s))
+      collect_in_situ(*ir, runs[static_cast<size_t>(k)], "execution " + ir->scenario.name, res.in_situ);
   }
 
   // Pool on rank 0.

@@ -116,7 +116,7 @@ void fit_all(CalibrationResult& r) {
   r.p2p_ack_us = trimmed_mean(awake_acks(r.in_situ.acks, spin_us, CalibrationResult::kMinAwakeAcks), kTrim);
   // The step's own compute times (in situ, the keys' points are their medians): what a step's
   // compute took beyond its ops' medians, as a fraction, in the median execution (validate
-  // compares the median run; a rare descheduling of milliseconds in one execution is not
+  // compares one run, its fastest half's median; a rare descheduling of milliseconds in one execution is not
   // what a typical step pays). A step adds up its ops' times, the per-op comparison scores
   // medians: on cpu-1rank-fp16 the per-op medians summed 4.8 % under the median run's compute
   // (bench/results/validate_cpu.md, "eleventh session").

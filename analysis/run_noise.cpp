@@ -18,7 +18,8 @@ double upper_median(std::vector<double> v) {
 std::vector<int> fastest_half(const std::vector<double>& step_s) {
   std::vector<int> order(step_s.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return step_s[static_cast<size_t>(a)] < step_s[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return step_s[static_cast<size_t>(a)] < step_s[static_cast<size_t>(b)]; });
   order.resize((order.size() + 1) / 2);
   return order;
 }
