@@ -101,6 +101,8 @@ struct CalibrationResult {
   double compute_tail = 0;
   size_t compute_tail_samples = 0, compute_tail_executions = 0;
   [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
+  // The executor's poller spin window on a CPU host (0 elsewhere: no poller sleeps).
+  [[nodiscard]] double poll_spin_us() const { return base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0; }
   [[nodiscard]] double spread_drift() const { return drift.use() ? drift.spread : 0.0; }
   double comm_in_situ_extra_us = 0;
   // c: the awake executed calls moved their bytes (1 + c) times slower than the sweep's fit

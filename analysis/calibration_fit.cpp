@@ -93,7 +93,7 @@ void fit_all(CalibrationResult& r) {
   // rank's own communication thread polling on its core (a rank is bound to one core), which
   // the per-call communication time already counts; the median call is also what the per-op
   // comparison scores.
-  constexpr double kTrim = 0.005;
+  constexpr double kTrim = kInSituTrim;
   r.dispatch_us = quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
   r.compute_handoff_us = trimmed_mean(r.in_situ.compute_handoff_us, kTrim);
@@ -110,7 +110,7 @@ void fit_all(CalibrationResult& r) {
   // bench/results/validate_cpu.md, "eighth session". Members weigh 1 / their call's time
   // (DriftFit): quickstart's op MAPE was 22-26 % with the drift and 10-11 % without
   // ("eleventh session"), as a 150 us call put to sleep is off by more than a 350 us one left awake.
-  const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
+  const double spin_us = r.poll_spin_us();
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
   if (r.drift.use()) r.sync_skew_us = 0;
   r.p2p_ack_us = trimmed_mean(awake_acks(r.in_situ.acks, spin_us, CalibrationResult::kMinAwakeAcks), kTrim);

@@ -385,7 +385,7 @@ std::string topology_toml(const CalibrationResult& r) {
       std::snprintf(buf, sizeof buf,
                     "in situ: the median over %zu executions of each one's mean wait for a collective's last member, "
                     "%zu samples (pooled mean %.3g us, median %.3g us)",
-                    r.sync_skew_executions, waits.size(), trimmed_mean(waits, 0.005), quantile(waits, 0.5));
+                    r.sync_skew_executions, waits.size(), trimmed_mean(waits, kInSituTrim), quantile(waits, 0.5));
       kv("sync_skew_us", fnum(t.collectives.sync_skew_us), buf);
     }
     std::snprintf(buf, sizeof buf,
@@ -408,8 +408,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("spread_drift", fnum(t.collectives.spread_drift), waits.empty() ? "from the base topology" : buf);
   }
   {
-    const double spin_us = r.base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0;
-    const std::vector<double> acks = awake_acks(r.in_situ.acks, spin_us, CalibrationResult::kMinAwakeAcks);
+    const std::vector<double> acks = awake_acks(r.in_situ.acks, r.poll_spin_us(), CalibrationResult::kMinAwakeAcks);
     std::snprintf(buf, sizeof buf, "from a receive's end to its send's end where the sender's poller still spun (of %zu transfers)",
                   r.in_situ.acks.size());
     const std::string what = acks.size() < r.in_situ.acks.size() ? std::string(buf) : "from a receive's end to its send's end";

@@ -111,6 +111,10 @@ struct InSituSamples {
 // ranks or ids the IR does not have are an InternalError (a result of another scenario).
 void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out);
 
+// The fraction trimmed from each side of the in-situ means (trimmed_mean): a single descheduling
+// of milliseconds during the calibration's few steps does not set a 10 us parameter.
+inline constexpr double kInSituTrim = 0.005;
+
 // Mean of `v` without the lowest and highest `trim` fraction (0 for an empty vector): the gaps
 // have a long tail of preemptions on a shared host, which does cost step time (so not the
 // median), but one 20 ms descheduling should not set a 10 us parameter.

@@ -217,11 +217,10 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   v.compared_runs = static_cast<int>(fast.size());
   const int chosen = fast[(fast.size() - 1) / 2];
   const double compared_step = v.run_step_times_s[static_cast<size_t>(chosen)];
-  const auto [lo, hi] = std::minmax_element(v.run_step_times_s.begin(), v.run_step_times_s.end());
   std::vector<double> sorted = v.run_step_times_s;
   std::sort(sorted.begin(), sorted.end());
   const double median_step = sorted[(sorted.size() - 1) / 2];
-  if (v.runs > 1 && median_step > 0) v.run_to_run_step_spread_pct = 100.0 * (*hi - *lo) / median_step;
+  if (v.runs > 1 && median_step > 0) v.run_to_run_step_spread_pct = 100.0 * (sorted.back() - sorted.front()) / median_step;
   if (auto& h = v.host_drift; h.executions > 0) {
     h.measured_step_s = compared_step;
     h.measured_median_s = median_step;
@@ -298,7 +297,11 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                                     {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
   // A noise figure that needs more runs than were made is null, not 0: 0 would read as "no noise".
   auto measured_if = [](bool made, double pct) { return made ? nlohmann::json(pct) : nlohmann::json(nullptr); };
-  j["execute"] = {{"command", v.launch}, {"runs", v.runs}, {"compared_runs", v.compared_runs}, {"runs_step_time_s", v.run_step_times_s}, {"wall_s", v.execute_s},
+  j["execute"] = {{"command", v.launch},
+                  {"runs", v.runs},
+                  {"compared_runs", v.compared_runs},
+                  {"runs_step_time_s", v.run_step_times_s},
+                  {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", measured_if(v.runs >= 2, v.run_to_run_op_mape_pct)},
                   {"run_to_run_step_spread_pct", measured_if(v.runs >= 2, v.run_to_run_step_spread_pct)},

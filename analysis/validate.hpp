@@ -82,24 +82,24 @@ struct ValidateOutcome {
   double run_to_run_step_spread_pct = 0;
   // How well the compared reference reproduces itself (runs >= 4; else 0, null in the JSON):
   // each op's median over the even-numbered runs against its median over the odd ones, MAPE
-  // averaged over both directions (analysis/run_noise.hpp). The reference takes every run's median, steadier
-  // than either half's, so this bounds its noise from above.
+  // averaged over both directions (analysis/run_noise.hpp). The reference is the median over
+  // the fastest half, about as many runs as either half, so this is about its noise.
   double split_half_op_mape_pct = 0;
-  // The compute stream's busy time per rank in each compared execution (the fastest half's every rank; op
-  // durations summed), and the prediction's per stage (mean over stages): whether the machine
+  // The compute stream's busy time per rank in each compared execution (every rank of the
+  // fastest half; op durations summed), and the prediction's per stage (mean over stages): whether the machine
   // computed during the executions as fast as during its calibration, apart from
   // communication. On a shared VM a rank's compute moves by 1.5x between executions
   // (bench/results/validate_cpu.md, "ninth session").
   struct ComputeBusy {
     double predicted_s = 0;                   // mean over the prediction's stages
-    double min_s = 0, median_s = 0, max_s = 0;  // over every run's every rank
-    size_t samples = 0;                       // ranks x runs (0: nothing measured)
+    double min_s = 0, median_s = 0, max_s = 0;  // over every compared run's every rank
+    size_t samples = 0;                       // ranks x compared runs (0: nothing measured)
   } compute_busy;
   // The calibration's own executions of this scenario ([[calibration.execution]], same digest)
-  // against these runs, the fastest half's median step of each: how far the machine moved since it was calibrated. A
-  // 2-vCPU VM ran cpu-cp2 at 8.3 ms per step while calibrating and 5.9 ms minutes later
-  // (bench/results/validate_cpu.md, "nineteenth session"): a step error of that size is not
-  // the model's. executions 0: the calibration did not execute this scenario.
+  // against these runs, the fastest half's median step of each: how far the machine moved
+  // since it was calibrated. A 2-vCPU VM ran cpu-cp2 at 8.3 ms per step while calibrating and
+  // 5.9 ms minutes later (bench/results/validate_cpu.md, "nineteenth session"): a step error of
+  // that size is not the model's. executions 0: the calibration did not execute this scenario.
   struct HostDrift {
     int64_t executions = 0;
     int64_t launches = 1;          // of the calibration job they spread over
