@@ -123,7 +123,9 @@ constexpr double kClockSlackUs = 1.0;
 
 }  // namespace
 
-void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out) {
+void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out,
+                     double turns) {
+  if (!(turns >= 1.0)) throw InternalError("in-situ calibration: turns " + std::to_string(turns) + " below 1");
   // Per rank: op id -> index into measured.ops (the result is sorted by (rank, op)).
   std::map<int64_t, std::vector<size_t>> at;
   for (size_t i = 0; i < measured.ops.size(); ++i) {
@@ -182,11 +184,13 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       const double gap = t->start_us - std::max(same, other);
       if (gap < -kClockSlackUs) continue;  // clocks disagree: no sample
       // Two hand-offs: the compute worker woken by a call's end, a communication worker woken
-      // by compute (or by another stream's call); DeviceSpec says why they differ.
+      // by compute (or by another stream's call); DeviceSpec says why they differ. A compute
+      // op's gap less the turns the simulator's core pool waits before it by itself.
+      const double pool_us = op.stream == Stream::compute ? (turns - 1.0) * (t->end_us - t->start_us) : 0.0;
       if (cross && op.stream == Stream::compute)
-        out.compute_handoff_us.push_back(std::max(0.0, t->start_us - std::max(other, last_call_end(t->start_us))));
+        out.compute_handoff_us.push_back(std::max(0.0, t->start_us - std::max(other, last_call_end(t->start_us))) - pool_us);
       else if (cross) out.handoff_us.push_back(std::max(0.0, gap));
-      else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap));
+      else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap) - pool_us);
     }
   }
 

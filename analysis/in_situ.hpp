@@ -74,9 +74,9 @@ struct DriftFit {
 
 struct InSituSamples {
   int executions = 0;              // measured steps collected
-  std::vector<double> dispatch_us; // same-stream gaps on the compute stream
+  std::vector<double> dispatch_us; // same-stream gaps on the compute stream (net of turns)
   std::vector<double> handoff_us;  // cross-stream gaps before a communication op
-  std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op
+  std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op (net of turns)
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   // Per transfer: its send's end - its receive's end (>= 0), and how long the sender had been
@@ -109,7 +109,17 @@ struct InSituSamples {
 // Appends the samples of one measured step of `ir` (every rank's ops: execute's gathered
 // result on rank 0). `origin` labels the compute samples ("execution <scenario>"). Ops of
 // ranks or ids the IR does not have are an InternalError (a result of another scenario).
-void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out);
+// `turns`: how many turns a stage's ranks take on the node's cores in the simulator's pool
+// (sim::CoreShare::turns_of; 1 when each rank has a core of its own). The executed gap before
+// a compute op holds the executor's wait for a core turn; the pool adds (turns - 1) x the
+// op's time before each op itself, so the dispatch and compute hand-off samples are net of it
+// (and may be negative: a rank that found a core free). On cpu-tp2-dp2-zero3 (4 ranks, one
+// stage, 2 cores: 2 turns) the gaps after a compute op averaged 60 us in the reference runs
+// of one pass, while the simulator put 57 us (their calibration's median) plus 27 us of turns
+// before each: 235 such gaps a step made the prediction 5-14 % longer than its calibration's
+// own executions (bench/results/validate_cpu.md, "thirty-second session").
+void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out,
+                     double turns = 1.0);
 
 // The fraction trimmed from each side of the in-situ means (trimmed_mean): a single descheduling
 // of milliseconds during the calibration's few steps does not set a 10 us parameter.

@@ -42,8 +42,11 @@ class CoreShare {
   // The cores a claim of stage `s` takes (its ranks there, at most the node's), and how many
   // turns its ranks take on them (ranks / those cores: 1 unless they outnumber the cores).
   [[nodiscard]] int64_t claim_cores(uint32_t s) const { return std::min(ranks_on_node_[s], cores_); }
-  [[nodiscard]] double turns(uint32_t s) const {
-    return static_cast<double>(ranks_on_node_[s]) / static_cast<double>(claim_cores(s));
+  [[nodiscard]] double turns(uint32_t s) const { return turns_of(ranks_on_node_[s], cores_); }
+  // The turns `ranks` of one stage take on a node's `cores` shared cores: ranks / min(ranks,
+  // cores). Calibration nets the executed gaps of the wait this adds (analysis/in_situ.hpp).
+  [[nodiscard]] static double turns_of(int64_t ranks, int64_t cores) {
+    return ranks > 0 && cores > 0 ? static_cast<double>(ranks) / static_cast<double>(std::min(ranks, cores)) : 1.0;
   }
   // How long a posted communication call's thread busy-polls (CollectiveSpec::poll_spin_us;
   // node_cores and rank_cores: 0 otherwise).

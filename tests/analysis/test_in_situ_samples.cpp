@@ -20,6 +20,7 @@
 #include "results/comm_alignment.hpp"
 #include "results/result_io.hpp"
 #include "sim/compute/compute_model.hpp"
+#include "sim/engine/core_share.hpp"
 #include "sim/simulate.hpp"
 #include "../ir/test_util.hpp"
 #include "calibrate_test_util.hpp"
@@ -368,3 +369,58 @@ TEST_CASE("in situ, a call's executions count once, by their median", "[analysis
 
 // finalize aligns only measured results (results/step_result.cpp): a simulated step starts
 // every call when its members have arrived, waits included, so alignment moves nothing.
+
+// Shared cores (in_situ.hpp, `turns`): 4 ranks of one stage on 2 cores take 2 turns in the
+// simulator's pool, which waits one op's time before each compute op by itself. A step simulated
+// so, with known gaps, is read back net of that wait: the gaps exactly; read as if each rank
+// had its own core, every compute-side gap is the known one plus the op's time. The fit then
+// takes the dispatch gap's mean, not its median (its tail is the turn queue).
+TEST_CASE("in situ, gaps before compute ops are net of the core pool's turns", "[analysis][calibrate]") {
+  CHECK(sim::CoreShare::turns_of(4, 2) == 2.0);
+  CHECK(sim::CoreShare::turns_of(3, 2) == 1.5);
+  CHECK(sim::CoreShare::turns_of(2, 2) == 1.0);
+  CHECK(sim::CoreShare::turns_of(4, 0) == 1.0);  // no cores given: each rank its own
+
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host", 4));
+  s.topology.node.cores = 2;
+  s.topology.device.dispatch_us = 4.0;
+  s.topology.device.stream_handoff_us = 9.0;
+  s.topology.device.compute_handoff_us = 3.0;
+  s.topology.device.handoff_on_core_us = 0.0;
+  s.topology.collectives.sync_skew_us = 0.0;
+  s.topology.collectives.poll_spin_us = 0.0;  // no poller claims a core: compute never queues
+  const StepIR ir = build_step_ir(s);
+  REQUIRE(sim::CoreShare(ir).mode() == sim::CoreShare::Mode::node_cores);
+  const sim::Simulation sim = sim::simulate(ir);
+
+  InSituSamples net, raw;
+  collect_in_situ(ir, sim.result, "execution test", net, sim::CoreShare::turns_of(4, 2));
+  collect_in_situ(ir, sim.result, "execution test", raw);
+  REQUIRE(net.dispatch_us.size() > 50);
+  REQUIRE(net.compute_handoff_us.size() > 10);
+  for (double g : net.dispatch_us) CHECK(g == Approx(4.0).margin(1e-6));
+  for (double g : net.compute_handoff_us) CHECK(g == Approx(3.0).margin(1e-6));
+  for (double g : net.handoff_us) CHECK(g == Approx(9.0).margin(1e-6));  // a call's worker: no turns
+  REQUIRE(raw.dispatch_us.size() == net.dispatch_us.size());
+  double op_us = 0;
+  for (size_t i = 0; i < raw.dispatch_us.size(); ++i) {
+    CHECK(raw.dispatch_us[i] > 4.0);  // plus the op's own time
+    op_us += raw.dispatch_us[i] - net.dispatch_us[i];
+  }
+  CHECK(op_us > 0.0);
+  CHECK_THROWS_AS(collect_in_situ(ir, sim.result, "execution test", raw, 0.5), InternalError);
+
+  // The fit: with shared cores the trimmed mean of the net gaps (never below 0), else the median.
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  CalibrationResult r = synthetic_result(base_ir);
+  r.in_situ.dispatch_us = {-6, 10, 10, 12, 94};
+  r.in_situ.compute_handoff_us = {-8, -2, 1};
+  r.compute_cpu_time = false;
+  fit_all(r);
+  CHECK(r.dispatch_us == Approx(10.0));
+  CHECK(r.compute_handoff_us == 0.0);
+  r.compute_cpu_time = true;
+  fit_all(r);
+  CHECK(r.dispatch_us == Approx(24.0));
+  CHECK(topology_toml(r).find("mean gap after a compute op less the core pool's turns") != std::string::npos);
+}
