@@ -92,13 +92,18 @@ void fit_all(CalibrationResult& r) {
   // the calls' time beyond the alpha-beta fit are medians: the dispatch gap's tail is the
   // rank's own communication thread polling on its core (a rank is bound to one core), which
   // the per-call communication time already counts; the median call is also what the per-op
-  // comparison scores. With more ranks than cores the dispatch gap is a mean too: its tail is
-  // the wait for a core turn beyond what the simulator's pool waits (in_situ.hpp, `turns`),
-  // which no other parameter holds and every step pays (cpu-tp2-dp2-zero3: median 57 us, mean
-  // 73 us). The samples are net of the pool's turns and may be negative; the means are not.
+  // comparison scores. Where a stage's ranks outnumber the cores (in_situ.hpp, `turns` > 1) the
+  // dispatch gap is a mean too: the simulator's pool waits one turn per op for them, in
+  // lockstep, and the gap's tail beyond that (the turn queue: other ranks' pollers, the
+  // turn's hand-off) is in no other parameter and every step pays (cpu-tp2-dp2-zero3: net
+  // median 32 us, mean 42 us). Where the stages share the cores but each fits them (cpu-pp4,
+  // cpu-tp2-pp2-gpipe) the pool's queue between stages has that tail: the mean put their
+  // predictions 9-18 % above their calibrations' executions, the median 2-11 %
+  // (bench/results/validate_cpu.md, "thirty-second session"). The samples are net of the
+  // pool's turns and may be negative; the means are not.
   constexpr double kTrim = kInSituTrim;
-  r.dispatch_us = r.compute_cpu_time ? std::max(0.0, trimmed_mean(r.in_situ.dispatch_us, kTrim))
-                                     : quantile(r.in_situ.dispatch_us, 0.5);
+  r.dispatch_us = r.in_situ.turns > 1.0 ? std::max(0.0, trimmed_mean(r.in_situ.dispatch_us, kTrim))
+                                        : quantile(r.in_situ.dispatch_us, 0.5);
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
   r.compute_handoff_us = std::max(0.0, trimmed_mean(r.in_situ.compute_handoff_us, kTrim));
   // The wake-up's own cost: the typical hand-off. Its tail (quickstart: median 17.5 us, mean

@@ -237,7 +237,7 @@ std::string topology_toml(const CalibrationResult& r) {
   } else {
     kv("launch_overhead_us", fnum(d.launch_overhead_us), "from the base topology");
   }
-  if (!r.in_situ.dispatch_us.empty() && r.compute_cpu_time) {
+  if (!r.in_situ.dispatch_us.empty() && r.in_situ.turns > 1.0) {
     std::snprintf(buf, sizeof buf,
                   "in situ: mean gap after a compute op less the core pool's turns, %zu gaps of %d executed steps (median %.3g us)",
                   r.in_situ.dispatch_us.size(), r.in_situ.executions, quantile(r.in_situ.dispatch_us, 0.5));
@@ -258,7 +258,7 @@ std::string topology_toml(const CalibrationResult& r) {
   };
   handoff("stream_handoff_us", d.stream_handoff_us, r.in_situ.handoff_us, "a communication op after a dependency on another stream");
   handoff("compute_handoff_us", d.compute_handoff_us, r.in_situ.compute_handoff_us,
-          r.compute_cpu_time ? "a compute op after a call it waited for, less the core pool's turns"
+          r.in_situ.turns > 1.0 ? "a compute op after a call it waited for, less the core pool's turns"
                              : "a compute op after a call it waited for");
   if (!r.in_situ.handoff_us.empty())
     kv("handoff_on_core_us", fnum(d.handoff_on_core_us),

@@ -126,6 +126,7 @@ constexpr double kClockSlackUs = 1.0;
 void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::string& origin, InSituSamples& out,
                      double turns) {
   if (!(turns >= 1.0)) throw InternalError("in-situ calibration: turns " + std::to_string(turns) + " below 1");
+  out.turns = std::max(out.turns, turns);
   // Per rank: op id -> index into measured.ops (the result is sorted by (rank, op)).
   std::map<int64_t, std::vector<size_t>> at;
   for (size_t i = 0; i < measured.ops.size(); ++i) {

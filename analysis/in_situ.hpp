@@ -77,6 +77,7 @@ struct InSituSamples {
   std::vector<double> dispatch_us; // same-stream gaps on the compute stream (net of turns)
   std::vector<double> handoff_us;  // cross-stream gaps before a communication op
   std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op (net of turns)
+  double turns = 1.0;              // the most core-pool turns those gaps were netted of (collect_in_situ)
   std::vector<CommSample> comm;    // calls from the last arrival; weight 1 each
   std::vector<Arrival> arrivals;   // per member of a collective or ring shift within a stage
   // Per transfer: its send's end - its receive's end (>= 0), and how long the sender had been

@@ -374,7 +374,7 @@ TEST_CASE("in situ, a call's executions count once, by their median", "[analysis
 // simulator's pool, which waits one op's time before each compute op by itself. A step simulated
 // so, with known gaps, is read back net of that wait: the gaps exactly; read as if each rank
 // had its own core, every compute-side gap is the known one plus the op's time. The fit then
-// takes the dispatch gap's mean, not its median (its tail is the turn queue).
+// takes the dispatch gap's mean, not its median (its tail is the turn queue), where turns > 1.
 TEST_CASE("in situ, gaps before compute ops are net of the core pool's turns", "[analysis][calibrate]") {
   CHECK(sim::CoreShare::turns_of(4, 2) == 2.0);
   CHECK(sim::CoreShare::turns_of(3, 2) == 1.5);
@@ -410,16 +410,20 @@ TEST_CASE("in situ, gaps before compute ops are net of the core pool's turns", "
   CHECK(op_us > 0.0);
   CHECK_THROWS_AS(collect_in_situ(ir, sim.result, "execution test", raw, 0.5), InternalError);
 
-  // The fit: with shared cores the trimmed mean of the net gaps (never below 0), else the median.
+  CHECK(net.turns == 2.0);
+  CHECK(raw.turns == 1.0);
+
+  // The fit: with turns the trimmed mean of the net gaps (never below 0), else the median.
   const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
   CalibrationResult r = synthetic_result(base_ir);
   r.in_situ.dispatch_us = {-6, 10, 10, 12, 94};
   r.in_situ.compute_handoff_us = {-8, -2, 1};
-  r.compute_cpu_time = false;
+  r.in_situ.turns = 1.0;  // each rank its core, or stages that each fit the cores
   fit_all(r);
   CHECK(r.dispatch_us == Approx(10.0));
   CHECK(r.compute_handoff_us == 0.0);
-  r.compute_cpu_time = true;
+  CHECK(topology_toml(r).find("in situ: median gap after a compute op") != std::string::npos);
+  r.in_situ.turns = 2.0;
   fit_all(r);
   CHECK(r.dispatch_us == Approx(24.0));
   CHECK(topology_toml(r).find("mean gap after a compute op less the core pool's turns") != std::string::npos);
