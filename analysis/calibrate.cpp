@@ -358,7 +358,8 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     // pace (run_noise.hpp, fastest_half), as validate compares its runs' fastest half. With
     // more ranks than cores, the gaps before compute ops are net of the turns the simulator's
     // core pool takes by itself (all of this job's ranks on this host: a stage's world / pp).
-    const double turns = res.compute_cpu_time ? sim::CoreShare::turns_of(ir->layout.world() / ir->layout.pp(), res.host.cores) : 1.0;
+    const double turns =
+        res.compute_cpu_time ? sim::CoreShare::turns_of(ir->layout.world() / ir->layout.pp(), res.host.cores) : 1.0;
     for (const int k : fastest_half(steps.s))
       collect_in_situ(*ir, runs[static_cast<size_t>(k)], "execution " + ir->scenario.name, res.in_situ, turns);
   }

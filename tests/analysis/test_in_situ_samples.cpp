@@ -367,9 +367,6 @@ TEST_CASE("in situ, a call's executions count once, by their median", "[analysis
   CHECK(r.comm_in_situ_extra_us == Approx(5.0));
 }
 
-// finalize aligns only measured results (results/step_result.cpp): a simulated step starts
-// every call when its members have arrived, waits included, so alignment moves nothing.
-
 // Shared cores (in_situ.hpp, `turns`): 4 ranks of one stage on 2 cores take 2 turns in the
 // simulator's pool, which waits one op's time before each compute op by itself. A step simulated
 // so, with known gaps, is read back net of that wait: the gaps exactly; read as if each rank
@@ -428,3 +425,6 @@ TEST_CASE("in situ, gaps before compute ops are net of the core pool's turns", "
   CHECK(r.dispatch_us == Approx(24.0));
   CHECK(topology_toml(r).find("mean gap after a compute op less the core pool's turns") != std::string::npos);
 }
+
+// finalize aligns only measured results (results/step_result.cpp): a simulated step starts
+// every call when its members have arrived, waits included, so alignment moves nothing.
