@@ -237,14 +237,13 @@ std::string topology_toml(const CalibrationResult& r) {
   } else {
     kv("launch_overhead_us", fnum(d.launch_overhead_us), "from the base topology");
   }
-  if (!r.in_situ.dispatch_us.empty() && r.in_situ.turns > 1.0) {
-    std::snprintf(buf, sizeof buf,
-                  "in situ: mean gap after a compute op less the core pool's turns, %zu gaps of %d executed steps (median %.3g us)",
-                  r.in_situ.dispatch_us.size(), r.in_situ.executions, quantile(r.in_situ.dispatch_us, 0.5));
-    kv("dispatch_us", fnum(d.dispatch_us), buf);
-  } else if (!r.in_situ.dispatch_us.empty()) {
-    std::snprintf(buf, sizeof buf, "in situ: median gap after a compute op, %zu gaps of %d executed steps (mean %.3g us)",
-                  r.in_situ.dispatch_us.size(), r.in_situ.executions, trimmed_mean(r.in_situ.dispatch_us, 0.0));
+  // Gaps netted of the core pool's turns (in_situ.hpp): the dispatch gap is their mean (fit_all).
+  const bool netted = r.in_situ.turns > 1.0;
+  if (!r.in_situ.dispatch_us.empty()) {
+    const std::vector<double>& g = r.in_situ.dispatch_us;
+    std::snprintf(buf, sizeof buf, "in situ: %s gap after a compute op%s, %zu gaps of %d executed steps (%s %.3g us)",
+                  netted ? "mean" : "median", netted ? " less the core pool's turns" : "", g.size(), r.in_situ.executions,
+                  netted ? "median" : "mean", netted ? quantile(g, 0.5) : trimmed_mean(g, 0.0));
     kv("dispatch_us", fnum(d.dispatch_us), buf);
   } else {
     kv("dispatch_us", fnum(d.dispatch_us), "from the base topology");
@@ -258,8 +257,7 @@ std::string topology_toml(const CalibrationResult& r) {
   };
   handoff("stream_handoff_us", d.stream_handoff_us, r.in_situ.handoff_us, "a communication op after a dependency on another stream");
   handoff("compute_handoff_us", d.compute_handoff_us, r.in_situ.compute_handoff_us,
-          r.in_situ.turns > 1.0 ? "a compute op after a call it waited for, less the core pool's turns"
-                             : "a compute op after a call it waited for");
+          netted ? "a compute op after a call it waited for, less the core pool's turns" : "a compute op after a call it waited for");
   if (!r.in_situ.handoff_us.empty())
     kv("handoff_on_core_us", fnum(d.handoff_on_core_us),
        "in situ: the median gap before a communication op (at most the mean): its worker on the rank's core");
