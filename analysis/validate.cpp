@@ -270,6 +270,15 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::ofstream(opts.work_dir / "measured.json") << trace_json(v.measured.result, ir);
   }
   v.comparison = compare(v.predicted, v.measured, 10);
+  if (v.runs >= kMinSplitRuns && v.split_half_op_mape_pct > ValidateOutcome::kReferenceNoiseWarnPct) {
+    char buf[384];
+    std::snprintf(buf, sizeof buf,
+                  "warning: the per-op medians of the even and the odd runs differ by %.1f%% (MAPE), beyond %.0f%%: this "
+                  "machine does not reproduce its own per-op times that closely, and an op MAPE of that size cannot be "
+                  "told from its run-to-run noise (run again on a quiet machine)",
+                  v.split_half_op_mape_pct, ValidateOutcome::kReferenceNoiseWarnPct);
+    log(buf);
+  }
   v.total_s = since(t0);
   return v;
 }

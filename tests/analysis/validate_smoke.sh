@@ -64,6 +64,13 @@ half = v["execute"]["split_half_op_mape_pct"]
 assert (half is not None and half > 0) if runs >= 4 else (half is None), (half, runs)
 assert v["execute"]["run_to_run_op_mape_pct"] >= 0 and v["execute"]["run_to_run_step_spread_pct"] >= 0, v["execute"]
 PY
+# The reference-noise warning is logged exactly when the halves differ beyond the op bar (15 %).
+python3 - "$work/out.json" "$work/err.txt" <<'PY' || exit 1
+import json, sys
+half = json.load(open(sys.argv[1]))["execute"]["split_half_op_mape_pct"]
+warned = "warning: the per-op medians of the even and the odd runs differ" in open(sys.argv[2]).read()
+assert warned == (half is not None and half > 15.0), ("reference-noise warning", warned, half)
+PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 # The order on stderr: in-situ launch 1, runs, launch 2, runs, launch 3, runs, the measuring job, runs.
 python3 - "$work/err.txt" <<'PY' || exit 1
