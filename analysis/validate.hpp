@@ -120,7 +120,8 @@ struct ValidateOutcome {
   // split_half_op_mape_pct beyond this is logged as a warning: the bound a validated op MAPE is
   // held to. The reference's halves then disagree by more than the model is asked to; on the
   // 2-core build machine quickstart's were 12.9 % in a quiet pass and 22.0 % in a noisy one,
-  // where its op MAPE was 12.0 and 17.8 % (bench/results/validate_cpu.md, "thirty-third session").
+  // where its op MAPE was 12.0 and 17.8 % (bench/results/validate_cpu.md: J5 of the
+  // "thirty-second session", K1 of the "thirty-third").
   static constexpr double kReferenceNoiseWarnPct = 15.0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   int64_t comm_ops_aligned = 0;
