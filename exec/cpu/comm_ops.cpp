@@ -76,9 +76,7 @@ void collective(const OpCall& call, CpuContext& ctx, GroupComm& comm) {
       auto* tmp = reinterpret_cast<char*>(ctx.scratch.get(0, (shard * es + 3) / 4));
       comm.reduce_scatter(call.reads[0], tmp, shard, t, c.op, call.wait);
       if (out.numel == shard) {  // accumulate into the shard
-        float* f = ctx.scratch.get(1, shard);
-        load_f32(tmp, t, shard, f);
-        add_into(call.writes[0], t, shard, f, true);
+        accumulate_into(call.writes[0], tmp, t, shard);
       } else if (out.numel == N) {  // in place: this rank's shard of the (input) buffer
         std::memcpy(static_cast<char*>(call.writes[0]) + me * shard * es, tmp, static_cast<size_t>(shard * es));
       } else {

@@ -43,6 +43,9 @@ void load_f32(const void* p, DType t, int64_t n, float* out);
 void store_f32(void* p, DType t, int64_t n, const float* in);
 // dst[i] (+)= src[i] in dst's dtype, computing in fp32.
 void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate);
+// dst[i] += src[i], both n elements of dtype t, computing in fp32 (what load_f32 then add_into
+// give, bit for bit, without the fp32 copy: a ZeRO gradient shard's accumulation).
+void accumulate_into(void* dst, const void* src, DType t, int64_t n);
 
 // Reusable fp32 buffers of one stream (each stream has one worker, so no locking). Pointers
 // from get() stay valid until the same slot is asked for with a larger size. (Plain vectors:

@@ -42,7 +42,35 @@ void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate) 
       std::memcpy(d, src, static_cast<size_t>(n) * 4);
     return;
   }
+  if (t == DType::bf16) {  // the dtype's own loop: the generic one switches per element (~2 ns each)
+    auto* h = static_cast<uint16_t*>(dst);
+    if (accumulate)
+      for (int64_t i = 0; i < n; ++i) h[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(h[i]) + src[i]);
+    else
+      for (int64_t i = 0; i < n; ++i) h[i] = kernels::f32_to_bf16_bits(src[i]);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) store(dst, t, i, (accumulate ? load(dst, t, i) : 0.0f) + src[i]);
+}
+
+void accumulate_into(void* dst, const void* src, DType t, int64_t n) {
+  switch (t) {
+    case DType::f32: {
+      auto* d = static_cast<float*>(dst);
+      const auto* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+      return;
+    }
+    case DType::bf16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(d[i]) + kernels::bf16_bits_to_f32(s[i]));
+      return;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i) store(dst, t, i, load(dst, t, i) + load(src, t, i));
+  }
 }
 
 const CpuKernelTable& kernel_table() {
