@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -190,16 +191,23 @@ class MpiComm final : public GroupComm {
     // Step k: forward the partial sum of block (index - k - 1) (at step 0 this member's own
     // share), receive the predecessor's partial of block (index - k - 2) and add this member's
     // share to it. After n - 1 steps the partial in hand is block index, complete.
-    scratch_.resize(static_cast<size_t>(2 * block));
+    // The scratch only grows: a ZeRO step alternates small and large calls, and a resize back
+    // up value-initializes the regrown part (cpu-dp2-zero2's 788 KB bf16 reduce-scatters
+    // zeroed ~720 KB, 23-35 us, before each). The last step receives into `recv` itself when
+    // it lies outside the input (saves a block's copy, ~30 us for 394 KB on the build host).
+    if (scratch_.size() < static_cast<size_t>(2 * block)) scratch_.resize(static_cast<size_t>(2 * block));
     char* parts[2] = {scratch_.data(), scratch_.data() + block};
+    auto* dst = static_cast<char*>(recv);
+    const auto at = reinterpret_cast<uintptr_t>(dst), lo = reinterpret_cast<uintptr_t>(in);
+    const bool direct = at + static_cast<uintptr_t>(block) <= lo || at >= lo + static_cast<uintptr_t>(size_ * block);
     const int c = to_int_count(count, "reduce_scatter");
     for (int k = 0; k + 1 < size_; ++k) {
       const char* out = k == 0 ? in + wrap(index_ - 1) * block : parts[(k + 1) % 2];
-      char* got = parts[k % 2];
+      char* got = direct && k + 2 == size_ ? dst : parts[k % 2];
       ring_step(out, got, block, "reduce_scatter", w);
       PARALAB_MPI_CHECK(MPI_Reduce_local(in + wrap(index_ - k - 2) * block, got, c, types_.type(t), types_.op(t, op)));
     }
-    std::memcpy(recv, parts[(size_ - 2) % 2], static_cast<size_t>(block));
+    if (!direct) std::memcpy(dst, parts[(size_ - 2) % 2], static_cast<size_t>(block));
   }
   void all_to_all(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
     MPI_Request r;

@@ -70,7 +70,7 @@ TEST_CASE("16-bit all-reduce: bf16 and f16 sums and maxima are exact on small in
   }
 }
 
-TEST_CASE("all-gather in place, reduce-scatter into a shard, all-to-all, broadcast", "[mpi]") {
+TEST_CASE("all-gather in place, reduce-scatter into a shard or in place, all-to-all, broadcast", "[mpi]") {
   const int r = world().rank();
   auto all = world().split(0, r, {0, 1, 2, 3}, "all");
   NoWait w;
@@ -83,6 +83,14 @@ TEST_CASE("all-gather in place, reduce-scatter into a shard, all-to-all, broadca
   for (int64_t i = 0; i < 4 * k; ++i) in[static_cast<size_t>(i)] = static_cast<float>(r + i);
   all->reduce_scatter(in.data(), out.data(), k, DType::f32, ReduceOp::sum, w);
   for (int64_t i = 0; i < k; ++i) CHECK(out[static_cast<size_t>(i)] == static_cast<float>(6 + 4 * (r * k + i)));
+  // Into this rank's block of the input itself (the ring cannot receive its last step there),
+  // twice, the second call smaller than the first (the scratch is kept, not shrunk).
+  for (const int64_t kk : {k, int64_t{3}}) {
+    std::vector<float> own(static_cast<size_t>(4 * kk));
+    for (int64_t i = 0; i < 4 * kk; ++i) own[static_cast<size_t>(i)] = static_cast<float>(r + i);
+    all->reduce_scatter(own.data(), own.data() + r * kk, kk, DType::f32, ReduceOp::sum, w);
+    for (int64_t i = 0; i < kk; ++i) CHECK(own[static_cast<size_t>(r * kk + i)] == static_cast<float>(6 + 4 * (r * kk + i)));
+  }
   std::vector<float> a2a(4 * k);
   all->all_to_all(in.data(), a2a.data(), k, DType::f32, w);
   for (int64_t j = 0; j < 4; ++j)
