@@ -42,7 +42,7 @@ void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate) 
       std::memcpy(d, src, static_cast<size_t>(n) * 4);
     return;
   }
-  if (t == DType::bf16) {  // the dtype's own loop: the generic one switches per element (~2 ns each)
+  if (t == DType::bf16) {  // the dtype's own loop: the generic one switches on the dtype per element
     auto* h = static_cast<uint16_t*>(dst);
     if (accumulate)
       for (int64_t i = 0; i < n; ++i) h[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(h[i]) + src[i]);

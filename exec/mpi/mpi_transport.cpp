@@ -193,8 +193,8 @@ class MpiComm final : public GroupComm {
     // share to it. After n - 1 steps the partial in hand is block index, complete.
     // The scratch only grows: a ZeRO step alternates small and large calls, and a resize back
     // up value-initializes the regrown part (cpu-dp2-zero2's 788 KB bf16 reduce-scatters
-    // zeroed ~720 KB, 23-35 us, before each). The last step receives into `recv` itself when
-    // it lies outside the input (saves a block's copy, ~30 us for 394 KB on the build host).
+    // zeroed ~720 KB, 20-43 us, before each). The last step receives into `recv` itself when
+    // it lies outside the input (saves a block's copy, 27-35 us for 394 KB on the build host).
     if (scratch_.size() < static_cast<size_t>(2 * block)) scratch_.resize(static_cast<size_t>(2 * block));
     char* parts[2] = {scratch_.data(), scratch_.data() + block};
     auto* dst = static_cast<char*>(recv);
