@@ -87,6 +87,12 @@ struct CalibrationResult {
   // below), added to comm_fit.launch_us.
   double dispatch_us = 0, stream_handoff_us = 0, compute_handoff_us = 0, sync_skew_us = 0, p2p_ack_us = 0;
   double handoff_on_core_us = 0;  // the median communication hand-off, at most its mean
+  // Calibration::dispatch: where the host's ranks outnumber its cores, the dispatch gap's
+  // trimmed mean (net of turns, at least 0) per number of the node's ranks computing, for
+  // each such number with at least kMinDispatchGaps gaps; empty unless two numbers have them
+  // (one stage, or ranks with cores of their own: dispatch_us says it all).
+  std::vector<DispatchPoint> dispatch_by_busy;
+  static constexpr size_t kMinDispatchGaps = 30;
   size_t sync_skew_executions = 0;  // sync_skew_us: the median over this many executions' mean waits
   // p2p_ack_us is the mean over the transfers whose sender's poller still spun when at least
   // this many did (in_situ.hpp, awake_acks).

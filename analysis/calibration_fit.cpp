@@ -104,6 +104,16 @@ void fit_all(CalibrationResult& r) {
   constexpr double kTrim = kInSituTrim;
   r.dispatch_us = r.in_situ.turns > 1.0 ? std::max(0.0, trimmed_mean(r.in_situ.dispatch_us, kTrim))
                                         : quantile(r.in_situ.dispatch_us, 0.5);
+  // By the node's computing ranks (calibrate.hpp, dispatch_by_busy): a mean, as what a step
+  // adds up is their sum, and the simulator's pollers give their cores to waiting compute
+  // (CollectiveSpec::poll_yield_us), so no pool queue between stages adds a tail of its own.
+  r.dispatch_by_busy.clear();
+  if (r.ranks > r.host.cores && r.host.cores > 0) {
+    for (const auto& [busy, gaps] : r.in_situ.dispatch_by_busy_us)
+      if (gaps.size() >= CalibrationResult::kMinDispatchGaps)
+        r.dispatch_by_busy.push_back({busy, std::max(0.0, trimmed_mean(gaps, kTrim))});
+    if (r.dispatch_by_busy.size() < 2) r.dispatch_by_busy.clear();
+  }
   r.stream_handoff_us = trimmed_mean(r.in_situ.handoff_us, kTrim);
   r.compute_handoff_us = std::max(0.0, trimmed_mean(r.in_situ.compute_handoff_us, kTrim));
   // The wake-up's own cost: the typical hand-off. Its tail (quickstart: median 17.5 us, mean

@@ -83,6 +83,9 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (d.kind == DeviceKind::cpu) {
     t.node.cores = r.host.cores;
     t.collectives.poll_spin_us = exec::kPollSpinUs;
+    // Under core turns the executor's poller hands its turn to a waiting thread every 32 tests
+    // (exec/mpi/mpi_transport.cpp, wait_all): a few us against ops of tens to hundreds.
+    t.collectives.poll_yield_us = 0;
     if (r.in_situ_asleep_calls > 0) t.collectives.wake_us = r.wake_us;  // measured (fit_all)
   }
   if (r.have_comm_fit) {
@@ -120,6 +123,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     else if (s.key.bytes > 0)
       t.calibration.kernels.push_back({s.key.kind, s.key.bytes, t_us});
   }
+  t.calibration.dispatch = r.dispatch_by_busy;
   for (const auto& [name, steps] : r.in_situ.step_s) {
     if (steps.s.empty()) continue;
     const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());
@@ -420,6 +424,9 @@ std::string topology_toml(const CalibrationResult& r) {
     in_situ_mean("p2p_ack_us", t.collectives.p2p_ack_us, acks, what.c_str());
   }
   if (cpu) kv("poll_spin_us", fnum(t.collectives.poll_spin_us), "the executor's MPI wait busy-polls this long, then sleeps");
+  if (cpu)
+    kv("poll_yield_us", fnum(t.collectives.poll_yield_us),
+       "under core turns the poller hands its turn to a waiting thread every 32 tests: at once, next to ops of 10-1000 us");
   if (cpu) {
     std::snprintf(buf, sizeof buf,
                   "in situ: weighted median beyond the fit of %zu members of calls ending after a poller's spin window, less launch's in-situ part (all calls: %.3g us)",
@@ -474,6 +481,16 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("step_min_s", fnum(e.step_min_s));
     kv("step_max_s", fnum(e.step_max_s));
     line("");
+  }
+  // The dispatch gap by the node's computing ranks (where they share its cores).
+  for (size_t i = 0; i < t.calibration.dispatch.size(); ++i) {
+    const DispatchPoint& p = t.calibration.dispatch[i];
+    const std::vector<double>& g = r.in_situ.dispatch_by_busy_us.at(p.busy_ranks);
+    std::snprintf(buf, sizeof buf,
+                  "[[calibration.dispatch]]  # in situ: mean gap after a compute op while %lld of the node's ranks computed, "
+                  "%zu gaps (median %.3g us)\nbusy_ranks = %lld\ndispatch_us = %s\n\n",
+                  (long long)p.busy_ranks, g.size(), quantile(g, 0.5), (long long)p.busy_ranks, fnum(p.dispatch_us).c_str());
+    o += buf;
   }
   // Points: medians over every rank and pass; the comment gives the spread and the origin.
   for (const OpSamples& s : r.compute) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "analysis/compute_activity.hpp"
 #include "results/comm_alignment.hpp"
 #include "ir/error.hpp"
 
@@ -143,6 +144,13 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   // 1. Gaps between an op's last constraint and its start, on each rank's own clock; and per
   // rank the times its compute stream waited for a call (sorted below).
   std::map<int64_t, std::vector<double>> synced;
+  // When each rank computed, and the dispatch gaps to bin by the ranks computing as they began.
+  ComputeActivity activity(ir.layout);
+  struct Gap {
+    int64_t rank;
+    double at_us, us;
+  };
+  std::vector<Gap> dispatch_gaps;
   for (const auto& [rank, idx] : at) {
     const StepGraph& g = ir.graph_for(rank);
     std::vector<OpId> pred(g.ops.size(), kNoOp);
@@ -177,8 +185,14 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
         if (!on_same && p->end_us > other) other_comm = is_comm(g.ops[d].kind);
         slot = std::max(slot, p->end_us);
       }
-      if (same == -1e300 && other == -1e300) continue;  // the first op of its stream
       const bool cross = other > same;
+      // The rank computes through a compute op, and through the gap before it when its stream
+      // predecessor was the last thing it waited for (the thread goes from op to op).
+      if (op.stream == Stream::compute) {
+        activity.add(rank, t->start_us, t->end_us);
+        if (same != -1e300 && !cross) activity.add(rank, same, t->start_us);
+      }
+      if (same == -1e300 && other == -1e300) continue;  // the first op of its stream
       // The compute stream waited for a call: the rank resumes compute there (the simulator's
       // StageState::synced_at, set the same way).
       if (cross && other_comm && op.stream == Stream::compute) synced[rank].push_back(other);
@@ -191,9 +205,15 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       if (cross && op.stream == Stream::compute)
         out.compute_handoff_us.push_back(std::max(0.0, t->start_us - std::max(other, last_call_end(t->start_us))) - pool_us);
       else if (cross) out.handoff_us.push_back(std::max(0.0, gap));
-      else if (op.stream == Stream::compute) out.dispatch_us.push_back(std::max(0.0, gap) - pool_us);
+      else if (op.stream == Stream::compute) {
+        out.dispatch_us.push_back(std::max(0.0, gap) - pool_us);
+        dispatch_gaps.push_back({rank, same, out.dispatch_us.back()});
+      }
     }
   }
+
+  activity.finish();
+  for (const Gap& g : dispatch_gaps) out.dispatch_by_busy_us[activity.busy_ranks(g.rank, g.at_us)].push_back(g.us);
 
   for (auto& [rank, v] : synced) std::sort(v.begin(), v.end());
   // How long before `t` (rank's clock, us) its compute stream last waited for a call: since the

@@ -11,6 +11,7 @@
 //     stream starts this long after it (the worker thread's bookkeeping between ops; on a
 //     communication stream the same gap also holds the poller's sleep, which the per-call
 //     communication time below already has);
+//     by how many of the node's ranks were computing as it began (compute_activity.hpp);
 //   - hand-off: an op whose last constraint to end was a dependency on another stream starts
 //     this long after it (the waiting stream's worker is woken by a condition variable);
 //   - communication: each call timed from its last participant's arrival (align_comm_starts),
@@ -75,6 +76,10 @@ struct DriftFit {
 struct InSituSamples {
   int executions = 0;              // measured steps collected
   std::vector<double> dispatch_us; // same-stream gaps on the compute stream (net of turns)
+  // The same gaps by how many ranks of the node were computing as the gap began
+  // (ComputeActivity::busy_ranks): where the node's ranks take turns on its cores, the turn's
+  // round grows with them (Calibration::dispatch).
+  std::map<int64_t, std::vector<double>> dispatch_by_busy_us;
   std::vector<double> handoff_us;  // cross-stream gaps before a communication op
   std::vector<double> compute_handoff_us;  // cross-stream gaps before a compute op (net of turns)
   double turns = 1.0;              // the most core-pool turns those gaps were netted of (collect_in_situ)

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -162,6 +163,13 @@ struct CollectiveSpec {
   // its call starts moving data, when it counts as busy anyway), sharing cores with compute.
   // 0 = waiting threads sleep at once (GPU topologies: the host thread is not modeled).
   double poll_spin_us = 0;
+  // Where the node's cores are a pool its ranks take turns on (more ranks than cores: docs/
+  // simulator.md, "Shared cores"), how long a polling thread that holds a core keeps it once
+  // another thread waits for one (us). The executor's poller hands its core turn over every 32
+  // tests whenever a thread of the node waits (exec/mpi/mpi_transport.cpp, wait_all): a few us,
+  // so `paralab calibrate` writes 0. Absent from the file: never (the poller keeps its core
+  // for its whole window, as the executor did before it handed turns over).
+  double poll_yield_us = std::numeric_limits<double>::infinity();
   // Time a call's thread takes to see its call complete once it has stopped spinning (us): the
   // executor's poller then sleeps 20-100 us between tests, and on a host whose ranks share
   // cores a woken thread also waits for one. A call that ends more than poll_spin_us after its
@@ -204,10 +212,23 @@ struct ExecutionPoint {
   // holds its own runs' fastest half against. Files without it: step_median_s.
   double step_fast_s = 0;
 };
+// The executor's dispatch gap (DeviceSpec::dispatch_us) when `busy_ranks` of the node's ranks
+// are computing (a compute op running or about to start after its stream predecessor), where
+// the node's ranks outnumber its cores: each op's end hands the core turn to a waiting thread,
+// and the turn comes back after the others' (docs/simulator.md, "Shared cores"). On cpu-pp4 (4
+// ranks, 2 cores) the executed gaps' medians were 44-49, 81-84, 107-112 and 122-132 us with 1, 2,
+// 3 and 4 ranks computing (bench/results/validate_cpu.md, "thirty-fifth session"). Measured by
+// `paralab calibrate` in a real execution; the simulator takes the point of the nearest
+// busy_ranks (the lower on a tie), and dispatch_us where there is none.
+struct DispatchPoint {
+  int64_t busy_ranks = 0;
+  double dispatch_us = 0;
+};
 struct Calibration {
   std::string source;    // how and where it was measured
   std::vector<GemmPoint> gemm;
   std::vector<KernelPoint> kernels;
+  std::vector<DispatchPoint> dispatch;  // sorted by busy_ranks, each at most once
   std::vector<ExecutionPoint> executions;
 
   [[nodiscard]] bool empty() const { return gemm.empty() && kernels.empty(); }

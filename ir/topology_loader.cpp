@@ -110,6 +110,7 @@ const Schema<Topology>& topology_schema() {
         .real("collectives.spread_drift", AT(collectives.spread_drift), 0, 1000)
         .real("collectives.p2p_ack_us", AT(collectives.p2p_ack_us), 0, 1e6)
         .real("collectives.poll_spin_us", AT(collectives.poll_spin_us), 0, 1e6)
+        .real("collectives.poll_yield_us", AT(collectives.poll_yield_us), 0, 1e6)
         .real("collectives.wake_us", AT(collectives.wake_us), 0, 1e6)
         .real("collectives.reduce_gbps", AT(collectives.reduce_gbps), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
@@ -194,6 +195,21 @@ ExecutionPoint read_execution_point(const RawTable& e, const std::string& file) 
   return p;
 }
 
+DispatchPoint read_dispatch_point(const RawTable& e, const std::string& file) {
+  DispatchPoint p;
+  bool have_busy = false, have_gap = false;
+  for (const auto& [k, v] : e) {
+    const std::string key = "calibration.dispatch." + k;
+    if (k == "busy_ranks") { p.busy_ranks = read_int(v, key, 1, 1000000); have_busy = true; }
+    else if (k == "dispatch_us") { p.dispatch_us = read_double(v, key, 0, 1e5); have_gap = true; }
+    else throw ConfigError(v.loc, key, v.text, "unknown key", "busy_ranks, dispatch_us");
+  }
+  if (!have_busy || !have_gap)
+    throw ConfigError(SourceLoc{file, e.empty() ? 0 : e.begin()->second.loc.line, 0}, "calibration.dispatch", "",
+                      "an entry lacks busy_ranks or dispatch_us", "busy_ranks, dispatch_us");
+  return p;
+}
+
 }  // namespace
 
 Topology load_topology(const std::filesystem::path& file,
@@ -218,9 +234,20 @@ Topology load_topology(const std::filesystem::path& file,
       for (const auto& e : entries) t.calibration.kernels.push_back(read_kernel_point(e, raw.file));
     } else if (name == "calibration.execution") {
       for (const auto& e : entries) t.calibration.executions.push_back(read_execution_point(e, raw.file));
+    } else if (name == "calibration.dispatch") {
+      for (const auto& e : entries) {
+        const DispatchPoint p = read_dispatch_point(e, raw.file);
+        for (const DispatchPoint& q : t.calibration.dispatch)
+          if (q.busy_ranks == p.busy_ranks)
+            throw ConfigError(e.at("busy_ranks").loc, "calibration.dispatch.busy_ranks", std::to_string(p.busy_ranks),
+                              "two [[calibration.dispatch]] entries for the same number of busy ranks", "each busy_ranks once");
+        t.calibration.dispatch.push_back(p);
+      }
+      std::sort(t.calibration.dispatch.begin(), t.calibration.dispatch.end(),
+                [](const DispatchPoint& a, const DispatchPoint& b) { return a.busy_ranks < b.busy_ranks; });
     } else {
       throw ConfigError(SourceLoc{raw.file, 0, 0}, name, "", "unknown array of tables",
-                        "[[calibration.gemm]], [[calibration.kernel]], [[calibration.execution]]");
+                        "[[calibration.gemm]], [[calibration.kernel]], [[calibration.execution]], [[calibration.dispatch]]");
     }
   }
 

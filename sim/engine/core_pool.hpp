@@ -39,6 +39,7 @@ class CorePool {
   // Gives `cores` back to `node` and appends the queued claims that now hold theirs, in order.
   void release(int64_t node, int64_t cores, std::vector<Claim>& granted);
   [[nodiscard]] int64_t free_cores(int64_t node) const { return free_[static_cast<size_t>(node)]; }
+  [[nodiscard]] bool waiting(int64_t node) const { return !queue_[static_cast<size_t>(node)].empty(); }
   [[nodiscard]] bool idle() const;  // every core free, nothing queued (end of step)
 
  private:

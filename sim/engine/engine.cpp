@@ -23,6 +23,7 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -79,6 +80,7 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   if (pool_) {
     st.core.assign(n, StageState::Core::none);
     st.spin_until.assign(n, 0.0);
+    st.held_since.assign(n, 0.0);
   }
   if (wake_) {
     st.posted.assign(n, 0.0);
@@ -142,7 +144,10 @@ void Engine::make_ready(uint32_t s, OpId id) {
   if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   if (is_comm(op.kind)) start_comm(s, id);
-  else start_compute(s, id);
+  else {
+    set_computing(s, true);
+    start_compute(s, id);
+  }
   // A rank's own core: a poller past its spin window sleeps and leaves it to compute.
   if (rank_cores_ && share_->spin_us() > 0 && is_comm(op.kind) && st.holds[id] && !st.done[id])
     heap_.push(Event{now_ + share_->spin_us(), seq_++, s, id, EventKind::core_back});
@@ -158,6 +163,7 @@ void Engine::finish(uint32_t s, OpId id) {
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
   if (pool_) leave_core(s, id);
+  if (!is_comm(op.kind)) set_computing(s, false);  // until its stream successor is released now
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
@@ -210,7 +216,14 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   const double handoff = op.stream == Stream::compute ? compute_handoff_us_ : wake_holds ? on_core_us_ : handoff_us_;
   // The hold spans the wait for the call's last member too (its thread spins). Releasing the
   // core for it was measured worse (bench/results/validate_cpu.md, twenty-eighth session).
-  const double delay = (same ? dispatch_us_ : handoff) + tail + arrival_skew_us(s, id);
+  // Where the node's cores are shared, the dispatch gap is the turn's round among the ranks
+  // computing now, this one included (Calibration::dispatch).
+  double dispatch = dispatch_us_;
+  if (same && op.stream == Stream::compute && !busy_dispatch_us_.empty()) {
+    set_computing(s, true);
+    dispatch = pool_dispatch_us(s);
+  }
+  const double delay = (same ? dispatch : handoff) + tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -266,7 +279,29 @@ EngineOutput Engine::run() {
   share_.emplace(ir_);
   slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
   rank_cores_ = share_->mode() == CoreShare::Mode::rank_cores;
-  if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
+  if (share_->mode() == CoreShare::Mode::node_cores) {
+    pool_.emplace(share_->nodes(), share_->cores());
+    // The calibrated gaps as a dense table: busy ranks n take the point nearest n, the lower
+    // on a tie.
+    const std::vector<DispatchPoint>& pts = topo.calibration.dispatch;
+    if (!pts.empty()) {
+      int64_t most = ir_.layout.world();
+      for (const DispatchPoint& q : pts) most = std::max(most, q.busy_ranks);
+      busy_dispatch_us_.resize(static_cast<size_t>(most));
+      for (int64_t n = 1; n <= most; ++n) {
+        const DispatchPoint* best = &pts.front();
+        for (const DispatchPoint& q : pts) {
+          const int64_t d = std::llabs(q.busy_ranks - n), b = std::llabs(best->busy_ranks - n);
+          if (d < b || (d == b && q.busy_ranks < best->busy_ranks)) best = &q;
+        }
+        busy_dispatch_us_[static_cast<size_t>(n - 1)] = best->dispatch_us;
+      }
+      node_busy_.assign(static_cast<size_t>(share_->nodes()), 0);
+    }
+    yield_us_ = coll_.poll_yield_us;
+    yield_ = yield_us_ < share_->spin_us();
+    pollers_.assign(static_cast<size_t>(share_->nodes()), {});
+  }
   wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;

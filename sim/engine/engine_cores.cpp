@@ -159,8 +159,50 @@ void Engine::end_hold(uint32_t s, OpId id) {
 void Engine::claim_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   if (is_comm(st.g->ops[id].kind)) st.spin_until[id] = now_ + share_->spin_us();
-  if (pool_->acquire(share_->node_of_stage(s), CorePool::Claim{s, id, share_->claim_cores(s)})) run_on_core(s, id);
-  else st.core[id] = StageState::Core::queued;
+  const int64_t node = share_->node_of_stage(s);
+  if (pool_->acquire(node, CorePool::Claim{s, id, share_->claim_cores(s)})) {
+    run_on_core(s, id);
+    return;
+  }
+  st.core[id] = StageState::Core::queued;
+  if (yield_) yield_pollers(node, share_->claim_cores(s));
+}
+
+// The stage's ranks start or stop computing (StageState::computing): the node's count of
+// computing ranks that sets the dispatch gap (pool_dispatch_us) follows.
+void Engine::set_computing(uint32_t s, bool on) {
+  StageState& st = stages_[s];
+  if (node_busy_.empty() || st.computing == on) return;
+  st.computing = on;
+  node_busy_[static_cast<size_t>(share_->node_of_stage(s))] += on ? share_->ranks_on_node(s) : -share_->ranks_on_node(s);
+}
+
+// The executor's gap between two compute ops of a rank, where the node's ranks take turns on
+// its cores: the op's end hands the turn to a waiting thread and the rank queues again behind
+// the others computing, so the gap grows with them (Calibration::dispatch; docs/simulator.md,
+// "Shared cores").
+double Engine::pool_dispatch_us(uint32_t s) const {
+  const int64_t n = node_busy_[static_cast<size_t>(share_->node_of_stage(s))];
+  const auto last = static_cast<int64_t>(busy_dispatch_us_.size());
+  return busy_dispatch_us_[static_cast<size_t>(std::clamp<int64_t>(n, 1, last) - 1)];
+}
+
+// A claim waits on `node`: polling threads holding cores there give `cores` of them up
+// poll_yield_us after they took them (now, if that has passed), the earliest first, as the
+// executor's pollers hand their turn over every 32 tests while a thread waits. A poller that
+// gave its core up spins on without one until its call ends (it claims none again: the
+// simulator's call does not need its thread).
+void Engine::yield_pollers(int64_t node, int64_t cores) {
+  for (const auto& [ps, pop] : pollers_[static_cast<size_t>(node)]) {
+    if (cores <= 0) break;
+    StageState& pst = stages_[ps];
+    const double at = std::max(now_, pst.held_since[pop] + yield_us_);
+    if (at < pst.spin_until[pop]) {
+      pst.spin_until[pop] = at;
+      heap_.push(Event{at, seq_++, ps, pop, EventKind::spin_end});
+    }
+    cores -= share_->claim_cores(ps);
+  }
 }
 
 // A claim was granted now. A compute op runs: when the stage's ranks on the node outnumber its
@@ -173,8 +215,18 @@ void Engine::run_on_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   st.core[id] = StageState::Core::held;
   if (is_comm(st.g->ops[id].kind)) {
-    if (now_ >= st.spin_until[id]) release_core(s, id);
-    else heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
+    if (now_ >= st.spin_until[id]) {
+      release_core(s, id);
+      return;
+    }
+    st.held_since[id] = now_;
+    const int64_t node = share_->node_of_stage(s);
+    if (yield_) {
+      pollers_[static_cast<size_t>(node)].emplace_back(s, id);
+      // Granted while others still wait (first come, first served): it gives way in turn.
+      if (pool_->waiting(node)) st.spin_until[id] = std::min(st.spin_until[id], now_ + yield_us_);
+    }
+    heap_.push(Event{st.spin_until[id], seq_++, s, id, EventKind::spin_end});
     return;
   }
   const double end = now_ + st.dur[id] * share_->turns(s);
@@ -186,6 +238,11 @@ void Engine::release_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   if (st.core[id] != StageState::Core::held) return;
   st.core[id] = StageState::Core::none;
+  if (yield_ && is_comm(st.g->ops[id].kind)) {
+    auto& v = pollers_[static_cast<size_t>(share_->node_of_stage(s))];
+    const auto it = std::find(v.begin(), v.end(), std::make_pair(s, id));
+    if (it != v.end()) v.erase(it);
+  }
   // Local: run_on_core may release again (a thread whose window passed while it waited).
   std::vector<CorePool::Claim> granted;
   pool_->release(share_->node_of_stage(s), share_->claim_cores(s), granted);

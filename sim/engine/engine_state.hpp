@@ -84,6 +84,10 @@ struct StageState {
   enum class Core : uint8_t { none, held, queued };
   std::vector<Core> core;
   std::vector<double> spin_until;
+  std::vector<double> held_since;  // when a polling thread took its core (us)
+  // Whether the stage's ranks are computing: a compute op running, or released by its stream
+  // predecessor and about to start (Engine::node_busy_).
+  bool computing = false;
   // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us),
   // and whether the call's earliest member is modeled asleep by the time the last arrives
   // (CollectiveSpec::sync_drift: its arrival spread exceeds poll_spin_us).
@@ -127,6 +131,9 @@ class Engine {
   bool hold_from_wake(uint32_t s, OpId op);
   void end_hold(uint32_t s, OpId op);
   // Shared cores (pool_).
+  void set_computing(uint32_t s, bool on);
+  [[nodiscard]] double pool_dispatch_us(uint32_t s) const;
+  void yield_pollers(int64_t node, int64_t cores);
   void claim_core(uint32_t s, OpId op);
   void run_on_core(uint32_t s, OpId op);
   void release_core(uint32_t s, OpId op);
@@ -171,6 +178,16 @@ class Engine {
   bool rank_cores_ = false;  // CoreShare::Mode::rank_cores: a woken communication thread preempts compute
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
+  // pool_: the dispatch gap by the node's computing ranks (Calibration::dispatch, dense: index
+  // busy - 1; empty: dispatch_us), and per node the ranks computing now.
+  std::vector<double> busy_dispatch_us_;
+  std::vector<int64_t> node_busy_;
+  // pool_: a polling thread keeps a core this long once a claim waits (CollectiveSpec::
+  // poll_yield_us; yield_ when shorter than the spin window), and per node the polling
+  // threads holding a core, the earliest first.
+  double yield_us_ = 0;
+  bool yield_ = false;
+  std::vector<std::vector<std::pair<uint32_t, OpId>>> pollers_;
   bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
   // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
   double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;

@@ -428,3 +428,67 @@ TEST_CASE("in situ, gaps before compute ops are net of the core pool's turns", "
 
 // finalize aligns only measured results (results/step_result.cpp): a simulated step starts
 // every call when its members have arrived, waits included, so alignment moves nothing.
+
+// The dispatch gap by the node's computing ranks (Calibration::dispatch): a 4-stage pipeline
+// on 2 cores simulated with a known gap per number of computing ranks, pollers holding no core
+// (poll_spin_us 0). Read back by the ranks computing as each gap began: with at most as many
+// computing ranks as cores an op rarely waits for a core, so the gaps are the table's (all but
+// a few: a third rank that starts computing within the gap and takes the core, or another that
+// stops at the very instant the gap begins, which the engine still counts); beyond that they
+// hold the pool's wait too, at least the table's. The fit takes each count's mean where the
+// host's ranks outnumber its cores and two counts have 30 gaps or more.
+TEST_CASE("in situ, dispatch gaps are binned by the node's computing ranks", "[analysis][calibrate]") {
+  Scenario s = test::scenario_from(cpu_scenario("cpu-host", 1, 4));
+  s.topology.node.cores = 2;
+  s.topology.device.dispatch_us = 999.0;  // not used while the table is given
+  s.topology.device.stream_handoff_us = 9.0;
+  s.topology.device.compute_handoff_us = 3.0;
+  s.topology.collectives.sync_skew_us = 0.0;
+  s.topology.collectives.poll_spin_us = 0.0;
+  const std::map<int64_t, double> gap = {{1, 10.0}, {2, 30.0}, {3, 50.0}, {4, 70.0}};
+  for (const auto& [n, us] : gap) s.topology.calibration.dispatch.push_back({n, us});
+  const StepIR ir = build_step_ir(s);
+  REQUIRE(sim::CoreShare(ir).mode() == sim::CoreShare::Mode::node_cores);
+  const sim::Simulation sim = sim::simulate(ir);
+
+  InSituSamples in;
+  collect_in_situ(ir, sim.result, "execution test", in);
+  size_t binned = 0, few = 0, exact = 0;
+  for (const auto& [n, v] : in.dispatch_by_busy_us) {
+    REQUIRE(gap.count(n));
+    binned += v.size();
+    for (double g : v) {
+      if (n > 2) {
+        CHECK(g >= gap.at(n) - 1e-6);
+        continue;
+      }
+      ++few;
+      if (std::abs(g - gap.at(n)) < 1e-6) ++exact;
+    }
+    if (n <= 2) CHECK(quantile(v, 0.5) == Approx(gap.at(n)).margin(1e-6));
+  }
+  CHECK(static_cast<double>(exact) >= 0.95 * static_cast<double>(few));
+  CHECK(binned == in.dispatch_us.size());
+  REQUIRE(in.dispatch_by_busy_us.count(1));
+  REQUIRE(in.dispatch_by_busy_us.count(2));
+  CHECK(in.dispatch_us.size() > 100);
+
+  // The fit: a mean per count with enough gaps, only where the ranks outnumber the cores.
+  CalibrationResult r = synthetic_result(ir);
+  r.in_situ.dispatch_by_busy_us = {{1, std::vector<double>(40, 10.0)}, {2, range_us(20.0, 41)}, {3, {50.0, 60.0}}};
+  r.ranks = 4;
+  r.host.cores = 2;
+  fit_all(r);
+  REQUIRE(r.dispatch_by_busy.size() == 2);  // 3 has too few gaps
+  CHECK(r.dispatch_by_busy[0].busy_ranks == 1);
+  CHECK(r.dispatch_by_busy[0].dispatch_us == Approx(10.0));
+  CHECK(r.dispatch_by_busy[1].busy_ranks == 2);
+  CHECK(r.dispatch_by_busy[1].dispatch_us == Approx(40.0));
+  r.host.cores = 4;  // a core per rank: no turns, no table
+  fit_all(r);
+  CHECK(r.dispatch_by_busy.empty());
+  r.host.cores = 2;
+  r.in_situ.dispatch_by_busy_us.erase(2);  // one count: dispatch_us says it all
+  fit_all(r);
+  CHECK(r.dispatch_by_busy.empty());
+}

@@ -2,6 +2,9 @@
 // the line, the key, the bad value and what is allowed.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+#include <string>
+
 #include "ir/scenario_loader.hpp"
 #include "ir/topology_loader.hpp"
 #include "test_util.hpp"
@@ -172,16 +175,37 @@ TEST_CASE("bad topology files name their own file, line and key", "[ir][config]"
   expect_error(kBase, {"device.mem_bw_gbps", 0, "-1", "", "out of range"}, {"topology.device.mem_bw_gbps=-1"});
 }
 
+namespace {
+
+// A CPU topology's required keys (10 lines): the [[calibration.*]] tests append their entries.
+const std::string kCpuTopologyHead =
+    "name = \"x\"\n[device]\nkind = \"cpu\"\npeak_fp32_tflops = 0.1\nmemory_gib = 8\nmem_bw_gbps = 10\n"
+    "[node]\ndevices_per_node = 2\nintra = \"shm\"\nintra_bw_gbps = 5\n";
+
+paralab::Topology load_topology_text(const std::string& toml) {
+  TempFile f(toml, "topo.toml");
+  return paralab::load_topology(f.path());
+}
+
+// The ConfigError loading `toml` throws (the test fails when it loads).
+ConfigError topology_error(const std::string& toml) {
+  try {
+    load_topology_text(toml);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("expected a ConfigError for " << toml);
+  throw std::logic_error("unreachable: FAIL throws");
+}
+
+}  // namespace
+
 // [[calibration.execution]]: what `paralab validate` holds its executions against (a
 // calibration's in-situ steps). Complete entries load; a missing field, an unknown key or a
 // median outside [min, max] is refused with the entry's line.
 TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][config]") {
-  const std::string head = "name = \"x\"\n[device]\nkind = \"cpu\"\npeak_fp32_tflops = 0.1\nmemory_gib = 8\nmem_bw_gbps = 10\n"
-                           "[node]\ndevices_per_node = 2\nintra = \"shm\"\nintra_bw_gbps = 5\n";
-  const auto load = [](const std::string& toml) {
-    TempFile f(toml, "topo.toml");
-    return paralab::load_topology(f.path());
-  };
+  const std::string head = kCpuTopologyHead;
+  const auto load = load_topology_text;
   const paralab::Topology t = load(head + "[[calibration.execution]]\nscenario = \"cpu-tp2\"\ndigest = \"af76\"\n"
                                           "executions = 10\nstep_median_s = 0.016\nstep_min_s = 0.015\nstep_max_s = 0.019\n");
   REQUIRE(t.calibration.executions.size() == 1);
@@ -211,16 +235,12 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
   }
 
   const auto refused = [&](const std::string& entry, const std::string& key, int line, const std::string& problem) {
-    try {
-      load(head + "[[calibration.execution]]\n" + entry);
-      FAIL("expected a ConfigError for " << entry);
-    } catch (const ConfigError& err) {
-      INFO("message: " << err.what());
-      CHECK(err.key() == key);
-      CHECK(err.loc().line == line);
-      CHECK(err.problem().find(problem) != std::string::npos);
-      CHECK(err.allowed().find("step_median_s") != std::string::npos);
-    }
+    const ConfigError err = topology_error(head + "[[calibration.execution]]\n" + entry);
+    INFO("message: " << err.what());
+    CHECK(err.key() == key);
+    CHECK(err.loc().line == line);
+    CHECK(err.problem().find(problem) != std::string::npos);
+    CHECK(err.allowed().find("step_median_s") != std::string::npos);
   };
   refused("scenario = \"a\"\nexecutions = 3\nstep_median_s = 0.01\n", "calibration.execution", 13, "lacks");
   refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_mean_s = 0.01\n", "calibration.execution.step_mean_s", 15,
@@ -230,6 +250,43 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
   // The fastest half's median is at most the median.
   refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_fast_s = 0.011\nstep_max_s = 0.02\n",
           "calibration.execution.step_fast_s", 13, "outside");
+}
+
+// [[calibration.dispatch]]: the dispatch gap by the node's computing ranks. Entries load sorted
+// by busy_ranks; a missing field, an unknown key, a bad value or a busy_ranks given twice is
+// refused with the entry's line. collectives.poll_yield_us loads; absent, pollers never yield.
+TEST_CASE("a calibration's dispatch gaps by busy ranks load and bad ones are refused", "[ir][config]") {
+  const std::string head = kCpuTopologyHead;
+  const auto load = load_topology_text;
+  const paralab::Topology t = load(head + "[collectives]\npoll_spin_us = 500.0\npoll_yield_us = 0.0\n"
+                                          "[[calibration.dispatch]]\nbusy_ranks = 3\ndispatch_us = 107.5\n"
+                                          "[[calibration.dispatch]]\nbusy_ranks = 1\ndispatch_us = 44.0\n");
+  REQUIRE(t.calibration.dispatch.size() == 2);
+  CHECK(t.calibration.dispatch[0].busy_ranks == 1);
+  CHECK(t.calibration.dispatch[0].dispatch_us == 44.0);
+  CHECK(t.calibration.dispatch[1].busy_ranks == 3);
+  CHECK(t.calibration.dispatch[1].dispatch_us == 107.5);
+  CHECK(t.collectives.poll_yield_us == 0.0);
+  CHECK(t.calibration.empty());  // no compute points
+  const paralab::Topology plain = load(head);
+  CHECK(plain.calibration.dispatch.empty());
+  CHECK(plain.collectives.poll_yield_us > 1e300);  // never yields
+
+  const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem) {
+    const ConfigError err = topology_error(head + entries);
+    INFO("message: " << err.what());
+    CHECK(err.key() == key);
+    CHECK(err.loc().line == line);
+    CHECK(err.problem().find(problem) != std::string::npos);
+  };
+  refused("[[calibration.dispatch]]\nbusy_ranks = 2\n", "calibration.dispatch", 12, "lacks");
+  refused("[[calibration.dispatch]]\nbusy_ranks = 2\ngap_us = 3.0\n", "calibration.dispatch.gap_us", 13, "unknown key");
+  refused("[[calibration.dispatch]]\nbusy_ranks = 0\ndispatch_us = 3.0\n", "calibration.dispatch.busy_ranks", 12, "must be positive");
+  refused("[[calibration.dispatch]]\nbusy_ranks = 1\ndispatch_us = -3.0\n", "calibration.dispatch.dispatch_us", 13,
+          "out of range");
+  refused("[[calibration.dispatch]]\nbusy_ranks = 2\ndispatch_us = 3.0\n[[calibration.dispatch]]\nbusy_ranks = 2\ndispatch_us = 4.0\n",
+          "calibration.dispatch.busy_ranks", 15, "same number of busy ranks");
+  refused("[collectives]\npoll_yield_us = -1.0\n", "collectives.poll_yield_us", 12, "out of range");
 }
 
 TEST_CASE("overrides must be section.key=value", "[ir][config]") {

@@ -219,3 +219,56 @@ TEST_CASE("engine: a call's spin window counts from the representative's own pos
   CHECK(duration(call_us / 2, kWake) == Approx(call_us + kWake));
   CHECK(duration(call_us / 2, 0.0) == Approx(call_us));
 }
+
+// A spinning poller gives its core to a compute op that waits for one poll_yield_us after it
+// took it (CollectiveSpec::poll_yield_us; the executor's poller hands its turn over every 32
+// tests). The step above: stage 1's op starts when the receive's poller yields, stage 2's after
+// it; a yield at or beyond the window is the window.
+TEST_CASE("engine: a spinning poller gives its core to waiting compute after poll_yield_us", "[engine][cores][closed-form]") {
+  for (const double yield : {0.0, 200.0, 500.0, 800.0}) {
+    Scenario s = cpu_node(1, 3, 2, 500.0);
+    s.topology.collectives.poll_yield_us = yield;
+    GraphBuilder b0(0), b1(1), b2(2);
+    const BufferId out = b0.buffer("out", 1024, DType::f32, MemCategory::activations, true);
+    const BufferId in = b1.buffer("in", 1024, DType::f32, MemCategory::activations, true);
+    const OpId a = timed(s, b0, 10'000);
+    transfer(b0, true, out, {a});
+    transfer(b1, false, in);
+    const OpId b = timed(s, b1, 1'000);
+    const OpId c = timed(s, b2, 10'000);
+    const StepIR ir = wrap(s, {b0.finish(), b1.finish(), b2.finish()});
+    const StepResult r = simulate(ir).result;
+    const int64_t r1 = ir.layout.representative(1), r2 = ir.layout.representative(2);
+    const double at = std::min(yield, 500.0);
+    CAPTURE(yield);
+    CHECK(timing_of(r, 0, a)->start_us == 0.0);
+    CHECK(timing_of(r, r1, b)->start_us == Approx(at));
+    CHECK(timing_of(r, r2, c)->start_us == Approx(at + 1'000.0));
+  }
+}
+
+// The dispatch gap by the node's computing ranks (Calibration::dispatch), three stages on two
+// cores: stage 0 runs x then y (1 ms each, y after x on the compute stream); stage 1 runs one op
+// of 5 ms or of 0.5 ms; stage 2 nothing. At x's end stage 1 still computes (2 ranks: y starts
+// 50 us later) or has ended (1 rank: 10 us). Points {1: 10, 3: 90} put 2 ranks on the lower of
+// the two nearest (10 us); without points dispatch_us (7 us) holds whoever computes.
+TEST_CASE("engine: the dispatch gap follows the node's computing ranks", "[engine][cores][closed-form]") {
+  auto y_start = [](double z_us, std::vector<DispatchPoint> pts) {
+    Scenario s = cpu_node(1, 3, 2, 0);
+    s.topology.device.dispatch_us = 7.0;
+    s.topology.calibration.dispatch = std::move(pts);
+    GraphBuilder b0(0), b1(1), b2(2);
+    timed(s, b0, 1'000);
+    const OpId y = timed(s, b0, 1'000);
+    timed(s, b1, z_us);
+    const StepIR ir = wrap(s, {b0.finish(), b1.finish(), b2.finish()});
+    return timing_of(simulate(ir).result, 0, y)->start_us;
+  };
+  const std::vector<DispatchPoint> table = {{1, 10.0}, {2, 50.0}, {3, 90.0}};
+  CHECK(y_start(5'000, table) == Approx(1'050.0));
+  CHECK(y_start(500, table) == Approx(1'010.0));
+  CHECK(y_start(5'000, {{1, 10.0}, {3, 90.0}}) == Approx(1'010.0));
+  CHECK(y_start(5'000, {{3, 90.0}}) == Approx(1'090.0));
+  CHECK(y_start(5'000, {}) == Approx(1'007.0));
+  CHECK(y_start(500, {}) == Approx(1'007.0));
+}
