@@ -216,7 +216,7 @@ struct ExecutionPoint {
 // are computing (a compute op running or about to start after its stream predecessor), where
 // the node's ranks outnumber its cores: each op's end hands the core turn to a waiting thread,
 // and the turn comes back after the others' (docs/simulator.md, "Shared cores"). On cpu-pp4 (4
-// ranks, 2 cores) the executed gaps' medians were 44-49, 81-84, 107-112 and 122-132 us with 1, 2,
+// ranks, 2 cores) the executed gaps' medians were 48-49, 81-84, 107-112 and 122-132 us with 1, 2,
 // 3 and 4 ranks computing (bench/results/validate_cpu.md, "thirty-fifth session"). Measured by
 // `paralab calibrate` in a real execution; the simulator takes the point of the nearest
 // busy_ranks (the lower on a tie), and dispatch_us where there is none.
