@@ -55,12 +55,9 @@ void add_into(void* dst, DType t, int64_t n, const float* src, bool accumulate) 
 
 void accumulate_into(void* dst, const void* src, DType t, int64_t n) {
   switch (t) {
-    case DType::f32: {
-      auto* d = static_cast<float*>(dst);
-      const auto* s = static_cast<const float*>(src);
-      for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+    case DType::f32:
+      add_into(dst, t, n, static_cast<const float*>(src), true);
       return;
-    }
     case DType::bf16: {
       auto* d = static_cast<uint16_t*>(dst);
       const auto* s = static_cast<const uint16_t*>(src);

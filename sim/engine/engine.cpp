@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/error.hpp"
 #include "sim/engine/engine_state.hpp"
@@ -39,6 +40,28 @@ double RankMemory::resident_total() const {
 }
 
 namespace detail {
+
+namespace {
+
+// Calibration::dispatch as a dense table, index n - 1 for n computing ranks (1 .. the most of
+// `world` and the points' counts): the point nearest n, the lower on a tie; empty without points.
+std::vector<double> dense_dispatch_us(const std::vector<DispatchPoint>& pts, int64_t world) {
+  if (pts.empty()) return {};
+  int64_t most = world;
+  for (const DispatchPoint& q : pts) most = std::max(most, q.busy_ranks);
+  std::vector<double> out(static_cast<size_t>(most));
+  for (int64_t n = 1; n <= most; ++n) {
+    const DispatchPoint* best = &pts.front();
+    for (const DispatchPoint& q : pts) {
+      const int64_t d = std::llabs(q.busy_ranks - n), b = std::llabs(best->busy_ranks - n);
+      if (d < b || (d == b && q.busy_ranks < best->busy_ranks)) best = &q;
+    }
+    out[static_cast<size_t>(n - 1)] = best->dispatch_us;
+  }
+  return out;
+}
+
+}  // namespace
 
 void Engine::init_stage(StageState& st, int64_t stage) {
   const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
@@ -281,23 +304,8 @@ EngineOutput Engine::run() {
   rank_cores_ = share_->mode() == CoreShare::Mode::rank_cores;
   if (share_->mode() == CoreShare::Mode::node_cores) {
     pool_.emplace(share_->nodes(), share_->cores());
-    // The calibrated gaps as a dense table: busy ranks n take the point nearest n, the lower
-    // on a tie.
-    const std::vector<DispatchPoint>& pts = topo.calibration.dispatch;
-    if (!pts.empty()) {
-      int64_t most = ir_.layout.world();
-      for (const DispatchPoint& q : pts) most = std::max(most, q.busy_ranks);
-      busy_dispatch_us_.resize(static_cast<size_t>(most));
-      for (int64_t n = 1; n <= most; ++n) {
-        const DispatchPoint* best = &pts.front();
-        for (const DispatchPoint& q : pts) {
-          const int64_t d = std::llabs(q.busy_ranks - n), b = std::llabs(best->busy_ranks - n);
-          if (d < b || (d == b && q.busy_ranks < best->busy_ranks)) best = &q;
-        }
-        busy_dispatch_us_[static_cast<size_t>(n - 1)] = best->dispatch_us;
-      }
-      node_busy_.assign(static_cast<size_t>(share_->nodes()), 0);
-    }
+    busy_dispatch_us_ = dense_dispatch_us(topo.calibration.dispatch, ir_.layout.world());
+    if (!busy_dispatch_us_.empty()) node_busy_.assign(static_cast<size_t>(share_->nodes()), 0);
     yield_us_ = coll_.poll_yield_us;
     yield_ = yield_us_ < share_->spin_us();
     pollers_.assign(static_cast<size_t>(share_->nodes()), {});
