@@ -11,8 +11,10 @@ using clock_type = std::chrono::steady_clock;
 
 ReferenceRuns::ReferenceRuns(const ValidateOptions& opts, int64_t world, const std::filesystem::path& exe)
     : opts_(opts), launcher_(make_launcher(static_cast<int>(world))) {
-  args_ = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend,
-           "--steps", std::to_string(std::max(1, opts.steps)), "--warmup", seconds_arg(opts.warmup_s)};
+  const int most = opts.steps > 0 ? opts.steps : kStepsPerLaunch;
+  args_ = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend, "--steps", std::to_string(most)};
+  if (most > 1) args_.insert(args_.end(), {"--measure", seconds_arg(kMeasureS)});
+  args_.insert(args_.end(), {"--warmup", seconds_arg(opts.warmup_s)});
   launch_ = launcher_.command_line(args_);
 }
 
@@ -25,48 +27,64 @@ void ReferenceRuns::run_block(int k, int blocks) {
   // The share of the whole that this block completes, as a count rounded to the nearest.
   const auto share = [&](int whole) { return (whole * (k + 1) + blocks / 2) / blocks; };
   if (opts_.runs > 0) {
-    while (count() < share(opts_.runs)) run_one();
+    while (launches() < share(opts_.runs)) launch_one();
     return;
   }
   const double until_s = kBudgetS * (k + 1) / blocks;
   const int least = (kMinRuns * (k + 1) + blocks - 1) / blocks;  // rounded up: the minimum holds
   const int most = std::max(least, share(kMaxRuns));
-  while (count() < most) {
-    if (count() >= least && spent_s_ + spent_s_ / count() > until_s) break;
-    run_one();
+  while (launches() < most) {
+    if (launches() >= least && spent_s_ + spent_s_ / launches() > until_s) break;
+    launch_one();
   }
 }
 
-void ReferenceRuns::run_one() {
+void ReferenceRuns::launch_one() {
   const auto t0 = clock_type::now();
-  const int run = count();
+  const int launch = launches();
+  // Each measured step's trace lands at <prefix>-<k>.json, then takes its execution's name.
+  const std::filesystem::path prefix = opts_.work_dir / ("launch-" + std::to_string(launch));
   std::vector<std::string> cmd = launcher_.prefix;
   cmd.insert(cmd.end(), args_.begin(), args_.end());
-  cmd.insert(cmd.end(), {"--trace", trace(run).string(), "--json"});
+  cmd.insert(cmd.end(), {"--trace-steps", prefix.string(), "--json"});
   for (const auto& x : opts_.sets) {
     cmd.push_back("--set");
     cmd.push_back(x);
   }
   const bool counted = opts_.runs > 0;
-  if (opts_.log) opts_.log("executing (run " + std::to_string(run + 1) + (counted ? " of " + std::to_string(opts_.runs) : "") + "): " + launch_);
+  if (opts_.log)
+    opts_.log("executing (launch " + std::to_string(launch + 1) + (counted ? " of " + std::to_string(opts_.runs) : "") + "): " + launch_);
   std::vector<std::string> err;
   const ProcessResult r = run_process(cmd, launcher_.env, [&](const std::string& line) { err.push_back(line); }, opts_.timeout_s);
   if (r.exit_code != 0)
     throw std::runtime_error("paralab execute failed (exit code " + std::to_string(r.exit_code) +
                              (r.timed_out ? ", timed out" : "") + "):\n" + last_lines(err, 20));
   nlohmann::json j;
+  std::vector<double> all;
+  size_t warmup = 0;
   try {
     j = nlohmann::json::parse(r.out);
+    all = j.at("step_times_s").get<std::vector<double>>();
+    warmup = j.at("warmup_steps").get<size_t>();
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("paralab execute printed no JSON summary: ") + e.what());
+    throw std::runtime_error(std::string("paralab execute printed no JSON summary with its steps: ") + e.what());
   }
-  const double step = j.at("step_time_s").get<double>();
-  steps_s_.push_back(step);
+  if (warmup >= all.size()) throw std::runtime_error("paralab execute measured no step after its " + std::to_string(warmup) + " warm-up steps");
+  std::string took;
+  for (size_t k = warmup; k < all.size(); ++k) {
+    const std::filesystem::path from = prefix.string() + "-" + std::to_string(k - warmup) + ".json";
+    std::error_code ec;
+    std::filesystem::rename(from, trace(count()), ec);
+    if (ec) throw std::runtime_error("validate: cannot move " + from.string() + " to " + trace(count()).string() + ": " + ec.message());
+    steps_s_.push_back(all[k]);
+    launch_of_.push_back(launch);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.4g", took.empty() ? "" : ", ", all[k]);
+    took += buf;
+  }
   summaries_.push_back(std::move(j));
   spent_s_ += std::chrono::duration<double>(clock_type::now() - t0).count();
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "measured: %.4g s per step", step);
-  if (opts_.log) opts_.log(buf);
+  if (opts_.log) opts_.log("measured: " + took + " s per step");
 }
 
 }  // namespace paralab::calib

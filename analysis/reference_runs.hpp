@@ -1,12 +1,22 @@
-// paralab — validate's reference: the scenario executed for real, several times, each run a
-// launch of its own (`mpirun -np N paralab execute SCENARIO --trace ...`), possibly in blocks
-// between the calibration's in-situ launches (docs/calibration.md, "validate").
+// paralab — validate's reference: the scenario executed for real, several launches of the job
+// (`mpirun -np N paralab execute SCENARIO --trace-steps ...`), each measuring the steps that fit
+// in a short window after its warm-up, possibly in blocks between the calibration's in-situ
+// launches (docs/calibration.md, "validate").
 //
 //   ReferenceRuns refs(opts, world, exe);
-//   refs.run_block(0, 4);   // the first quarter of the runs (or of their time budget)
+//   refs.run_block(0, 4);   // the first quarter of the launches (or of their time budget)
 //   ...                     // something else on the machine: a calibration's launch
 //   refs.run_block(3, 4);   // the last quarter
-//   refs.step_times_s();    // every run's step time (s), in run order; refs.trace(k) its trace
+//   refs.step_times_s();    // every execution's step time (s), in order; refs.trace(k) its trace
+//
+// An execution is one measured step; a launch gives one or several. Why several: a step's
+// per-op times are a sample whose noise the reference's per-op median only averages down with
+// many of them, and a launch (mpirun, MPI set-up, half a second of warm-up) costs 20-30 steps
+// of a 45 ms scenario. On the 2-core build machine, cpu-tp2-dp2-zero3's prediction scored
+// 14.2 % op MAPE against 15 launches of one step and 11.9 % against the same 15 launches of 8
+// steps, whose halves (by launch) differed by 7.4 % against 18.7-20.8 % for one step of each;
+// each of the 8 steps alone scored as one step per launch did (13.2-14.6 %)
+// (bench/results/validate_cpu.md, "thirty-sixth session").
 //
 // Why blocks: validate --interleave runs a calibration's in-situ launches between them, so
 // that a host whose pace moves over minutes shows the same minutes to both. On the 2-core build
@@ -28,7 +38,7 @@ namespace paralab::calib {
 
 class ReferenceRuns {
  public:
-  // Without opts.runs: executions until about kBudgetS of them (each run's cost, launch and
+  // Without opts.runs: launches until about kBudgetS of them (each launch's cost, start-up and
   // warm-up included, judged by the mean so far), at least kMinRuns, at most kMaxRuns. On a
   // host whose ranks share cores a communication op's single-run time spreads over 10x
   // (bench/results/validate_cpu.md, "sixth session"): its median over 15 runs is a reference a
@@ -40,33 +50,43 @@ class ReferenceRuns {
   // run and 7-9 % against 3 ("seventh session").
   static constexpr double kBudgetS = 30.0;
   static constexpr int kMinRuns = 7, kMaxRuns = 15;
+  // Per launch, after its warm-up: steps until kMeasureS of them (at least one), at most
+  // opts.steps (validate's default kStepsPerLaunch): 8 of a 45 ms step, one of a 5 s step.
+  static constexpr double kMeasureS = 0.4;
+  static constexpr int kStepsPerLaunch = 8;
 
   ReferenceRuns(const ValidateOptions& opts, int64_t world, const std::filesystem::path& exe);
 
-  // Block `k` of `blocks` (0-based; blocks >= 1): the runs that bring the total to
+  // Block `k` of `blocks` (0-based; blocks >= 1): the launches that bring the total to
   // round(runs * (k + 1) / blocks) with opts.runs, else those that fit in that share of the
   // time budget and the minimum. Throws std::runtime_error (with the end of the child's output)
-  // when a run fails.
+  // when a launch fails or says nothing of its steps.
   void run_block(int k, int blocks);
 
   [[nodiscard]] const std::string& command_line() const { return launch_; }
   [[nodiscard]] const Launcher& launcher() const { return launcher_; }
+  // Executions (measured steps) so far, over all launches, and launches so far.
   [[nodiscard]] int count() const { return static_cast<int>(steps_s_.size()); }
+  [[nodiscard]] int launches() const { return static_cast<int>(summaries_.size()); }
+  // Every execution's step time (s) and the launch it ran in (0-based), in execution order.
   [[nodiscard]] const std::vector<double>& step_times_s() const { return steps_s_; }
-  [[nodiscard]] const std::vector<nlohmann::json>& summaries() const { return summaries_; }
-  // The trace of run `run` (0-based): work_dir/measured-<run>.json.
+  [[nodiscard]] const std::vector<int>& launch_of() const { return launch_of_; }
+  // The execute --json summary of launch `l` (its last step's figures).
+  [[nodiscard]] const nlohmann::json& summary(int launch) const { return summaries_.at(static_cast<size_t>(launch)); }
+  // The trace of execution `run` (0-based): work_dir/measured-<run>.json.
   [[nodiscard]] std::filesystem::path trace(int run) const;
   // Seconds spent executing (launches included), over all blocks.
   [[nodiscard]] double seconds() const { return spent_s_; }
 
  private:
-  void run_one();
+  void launch_one();
 
   const ValidateOptions& opts_;
   Launcher launcher_;
-  std::vector<std::string> args_;  // the execute arguments every run shares
+  std::vector<std::string> args_;  // the execute arguments every launch shares
   std::string launch_;
   std::vector<double> steps_s_;
+  std::vector<int> launch_of_;
   std::vector<nlohmann::json> summaries_;
   double spent_s_ = 0;
 };

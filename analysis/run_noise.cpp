@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "analysis/compare.hpp"
 
@@ -54,14 +56,22 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs) {
 // Measured by hand on the twelfth session's executions (random 7/8 splits of 15 runs, median
 // of 20 splits; bench/results/validate_cpu.md): 1-4 % for 1-2 ranks, 20-54 % for 4 ranks
 // sharing 2 cores. The even/odd split makes the figure deterministic for given runs.
-double split_half_mape_pct(const RunDurations& durations, int runs) {
+double split_half_mape_pct(const RunDurations& durations, int runs, const std::vector<int>& launch_of) {
   if (runs < kMinSplitRuns) return 0.0;
+  const bool by_launch = !launch_of.empty();
+  if (by_launch && launch_of.size() != static_cast<size_t>(runs))
+    throw std::invalid_argument("split_half_mape_pct: " + std::to_string(launch_of.size()) + " launches given for " +
+                                std::to_string(runs) + " runs");
+  // Which half each run is in: its launch's parity, else its own.
+  std::vector<int> half(static_cast<size_t>(runs));
+  for (size_t r = 0; r < half.size(); ++r) half[r] = (by_launch ? launch_of[r] : static_cast<int>(r)) % 2;
+  if (std::count(half.begin(), half.end(), 1) == 0) return 0.0;  // one launch: no halves to compare
   double ape_ab = 0, ape_ba = 0;
   int64_t n = 0;
   for (const auto& [key, d] : durations) {
     if (d.size() != static_cast<size_t>(runs)) continue;
     std::vector<double> even, odd;
-    for (size_t r = 0; r < d.size(); ++r) (r % 2 ? odd : even).push_back(d[r]);
+    for (size_t r = 0; r < d.size(); ++r) (half[r] ? odd : even).push_back(d[r]);
     const double a = upper_median(even), b = upper_median(odd);
     const std::optional<double> ab = scored_ape(a, b), ba = scored_ape(b, a);
     if (!ab || !ba) continue;

@@ -22,12 +22,17 @@ double run_to_run_mape_pct(const RunDurations& durations, int runs);
 // How well the per-op median over the runs reproduces itself (%): the even- and the
 // odd-numbered runs (interleaved in time, so a drift of the machine lands in both) each give
 // every op a median (the upper one, as validate's reference takes), scored against each other,
-// averaged over both directions. A model's op MAPE below this is within what a second
+// averaged over both directions. With `launch_of` (each run's launch, when a launch measured
+// several steps) the halves are the even- and the odd-numbered launches: a launch's pace is
+// shared by its steps, so halves split inside launches would agree by that much more than two
+// references would. A model's op MAPE below this is within what a second
 // reference would disagree by. validate's reference is the median over all the runs, steadier
-// than either half's, so this bounds its noise from above. 0 with fewer than kMinSplitRuns runs (a half
-// of one run is one execution, which run_to_run_mape_pct already reports).
+// than either half's, so this bounds its noise from above. 0 with fewer than kMinSplitRuns runs
+// (a half of one run is one execution, which run_to_run_mape_pct already reports) or with all
+// of them in one launch. Throws std::invalid_argument when `launch_of` is given and is not one
+// per run.
 constexpr int kMinSplitRuns = 4;
-double split_half_mape_pct(const RunDurations& durations, int runs);
+double split_half_mape_pct(const RunDurations& durations, int runs, const std::vector<int>& launch_of = {});
 
 // The fastest half of a scenario's executions: the indices of the ceil(n / 2) runs with the
 // shortest steps, fastest first (ties: the earlier run). A shared host's other tenants only

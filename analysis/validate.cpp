@@ -212,7 +212,9 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // run with that half's median step is compared, its ops at their medians over the half (below).
   v.execute_s = refs.seconds();
   v.runs = refs.count();
+  v.launches = refs.launches();
   v.run_step_times_s = refs.step_times_s();
+  v.run_launch = refs.launch_of();
   const std::vector<int> fast = fastest_half(v.run_step_times_s);
   v.compared_runs = static_cast<int>(fast.size());
   const int chosen = fast[(fast.size() - 1) / 2];
@@ -234,8 +236,11 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       log(buf);
     }
   }
-  v.measured_summary = refs.summaries()[static_cast<size_t>(chosen)];
   v.measured = read_result(refs.trace(chosen));
+  // Its launch's summary (loss, memory, phases), with the figures of the step compared.
+  v.measured_summary = refs.summary(v.run_launch[static_cast<size_t>(chosen)]);
+  const nlohmann::json compared_step_summary = summary_json(v.measured.result);
+  for (const auto& [key, value] : compared_step_summary.items()) v.measured_summary[key] = value;
 
   // 4. Compare, communication timed as simulated; with several runs every op takes its median
   // duration over the runs (from its start in the compared run).
@@ -262,7 +267,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
         }
       }
       v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
-      v.split_half_op_mape_pct = split_half_mape_pct(durations, v.runs);
+      v.split_half_op_mape_pct = split_half_mape_pct(durations, v.runs, v.run_launch);
       for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(compared.at({t.rank, t.op}));
     }
     v.compute_busy = busy_summary(std::move(busy_s), v.predicted.result);
@@ -270,7 +275,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     std::ofstream(opts.work_dir / "measured.json") << trace_json(v.measured.result, ir);
   }
   v.comparison = compare(v.predicted, v.measured, 10);
-  if (v.runs >= kMinSplitRuns && v.split_half_op_mape_pct > ValidateOutcome::kReferenceNoiseWarnPct) {
+  if (v.halves() && v.split_half_op_mape_pct > ValidateOutcome::kReferenceNoiseWarnPct) {
     char buf[384];
     std::snprintf(buf, sizeof buf,
                   "warning: the per-op medians of the even and the odd runs differ by %.1f%% (MAPE), beyond %.0f%%: this "
@@ -308,13 +313,15 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
   auto measured_if = [](bool made, double pct) { return made ? nlohmann::json(pct) : nlohmann::json(nullptr); };
   j["execute"] = {{"command", v.launch},
                   {"runs", v.runs},
+                  {"launches", v.launches},
                   {"compared_runs", v.compared_runs},
                   {"runs_step_time_s", v.run_step_times_s},
+                  {"runs_launch", v.run_launch},
                   {"wall_s", v.execute_s},
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", measured_if(v.runs >= 2, v.run_to_run_op_mape_pct)},
                   {"run_to_run_step_spread_pct", measured_if(v.runs >= 2, v.run_to_run_step_spread_pct)},
-                  {"split_half_op_mape_pct", measured_if(v.runs >= kMinSplitRuns, v.split_half_op_mape_pct)}};
+                  {"split_half_op_mape_pct", measured_if(v.halves(), v.split_half_op_mape_pct)}};
   if (const auto& b = v.compute_busy; b.samples > 0) {
     j["execute"]["compute_per_rank_s"] = {
         {"predicted", b.predicted_s}, {"min", b.min_s}, {"median", b.median_s}, {"max", b.max_s}, {"samples", b.samples}};
@@ -340,18 +347,18 @@ std::string validate_table(const ValidateOutcome& v) {
     std::vector<double> st = v.run_step_times_s;
     std::sort(st.begin(), st.end());
     std::snprintf(buf, sizeof buf,
-                  "runs        %zu executions, step time %.4g .. %.4g s (the fastest %d compared: the run with their median\n"
-                  "            step, each op at its median over them)\n"
+                  "runs        %zu executions in %d launch%s, step time %.4g .. %.4g s (the fastest %d compared: the run\n"
+                  "            with their median step, each op at its median over them)\n"
                   "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
                   "            (max - min over the median); a single execution is that noisy a reference\n\n",
-                  st.size(), st.front(), st.back(), v.compared_runs, v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
+                  st.size(), v.launches, v.launches == 1 ? "" : "es", st.front(), st.back(), v.compared_runs, v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
-  if (v.runs >= kMinSplitRuns) {
+  if (v.halves()) {
     std::snprintf(buf, sizeof buf,
-                  "reference   the per-op medians of the even and the odd runs differ by %.1f%% (MAPE): a per-op\n"
+                  "reference   the per-op medians of the even and the odd %s differ by %.1f%% (MAPE): a per-op\n"
                   "            error below that is within what the reference reproduces to\n\n",
-                  v.split_half_op_mape_pct);
+                  v.launches < v.runs ? "launches' runs" : "runs", v.split_half_op_mape_pct);
     out += buf;
   }
   if (const auto& b = v.compute_busy; b.samples > 0) {

@@ -5,9 +5,9 @@
 //      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it;
 //      with interleave, its in-situ launches run between blocks of step 3's executions);
 //   2. simulate the scenario on the calibrated topology (its trace);
-//   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace ...` (the launch of
-//      launch.hpp), a warm-up step then the measured one, possibly several runs (the median;
-//      reference_runs.hpp);
+//   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace-steps ...` (the
+//      launch of launch.hpp), several launches, each warm-up steps then the steps measured in a
+//      short window, each an execution (the fastest half's per-op medians; reference_runs.hpp);
 //   4. compare op by op, communication timed as the simulator times it (align_comm_starts).
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "analysis/run_noise.hpp"
 #include "ir/step_ir.hpp"
 #include "results/result_io.hpp"
 
@@ -47,14 +48,15 @@ struct ValidateOptions {
   // "twenty-seventh session").
   int in_situ_launches = 4;
   bool interleave = false;
-  // Per execution: warm-up steps for warmup_s seconds (at least one), then `steps`, the last
-  // measured. A launch's first 0.05-0.15 s of steps ran 1.3-2x slower than the steady state
-  // on the 2-core build machine (docs/calibration.md, "validate").
-  int steps = 1;
+  // Per launch: warm-up steps for warmup_s seconds (at least one), then the steps that fit in
+  // ReferenceRuns::kMeasureS, at most `steps` (0: ReferenceRuns::kStepsPerLaunch; 1: exactly
+  // one), each an execution. A launch's first 0.05-0.15 s of steps ran 1.3-2x slower than the
+  // steady state on the 2-core build machine (docs/calibration.md, "validate").
+  int steps = 0;
   double warmup_s = 0.5;
-  // Executions (0: as many as fit in about 30 s of executing, launches included, 7 to 15). Of
-  // their fastest half, the run with the median step time is compared, each op with its median
-  // duration over that half (run_noise.hpp, fastest_half).
+  // Launches (0: as many as fit in about 30 s of executing, start-up included, 7 to 15). Of
+  // their executions' fastest half, the one with the median step time is compared, each op
+  // with its median duration over that half (run_noise.hpp, fastest_half).
   int runs = 0;
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)
@@ -72,7 +74,11 @@ struct ValidateOutcome {
   nlohmann::json measured_summary;     // execute --json of the compared run
   Comparison comparison;
   std::vector<double> run_step_times_s;
-  int runs = 1;
+  std::vector<int> run_launch;  // each execution's launch (0-based)
+  int runs = 1;                 // executions: measured steps, over all launches
+  int launches = 1;
+  // Whether the reference has halves to compare (split_half_op_mape_pct is set).
+  [[nodiscard]] bool halves() const { return runs >= kMinSplitRuns && launches >= 2; }
   int compared_runs = 1;  // the fastest half of them (run_noise.hpp, fastest_half)
   // How much executions of the same step differ (runs > 1; else 0, null in the JSON): the
   // mean over ordered pairs of runs of one run's per-op MAPE against the other (communication
@@ -80,10 +86,10 @@ struct ValidateOutcome {
   // how noisy a reference one execution is (the comparison takes each op's median over runs).
   double run_to_run_op_mape_pct = 0;
   double run_to_run_step_spread_pct = 0;
-  // How well the compared reference reproduces itself (runs >= 4; else 0, null in the JSON):
-  // each op's median over the even-numbered runs against its median over the odd ones, MAPE
-  // averaged over both directions (analysis/run_noise.hpp). The reference is the median over
-  // the fastest half, about as many runs as either half, so this is about its noise.
+  // How well the compared reference reproduces itself (halves(); else 0, null in the JSON):
+  // each op's median over the even-numbered launches' runs against its median over the odd
+  // ones', MAPE averaged over both directions (analysis/run_noise.hpp). The reference is the
+  // median over the fastest half, about as many runs as either half, so this is about its noise.
   double split_half_op_mape_pct = 0;
   // The compute stream's busy time per rank in each compared execution (every rank of the
   // fastest half; op durations summed), and the prediction's per stage (mean over stages): whether the machine

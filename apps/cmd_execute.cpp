@@ -36,6 +36,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--verify", false, "check collectives, sampled ops against references, state and deadlock freedom"},
     {"--watchdog", true, "seconds an op may wait for a dependency or a peer before the run fails (default 60)"},
     {"--steps", true, "optimizer steps to run after the warm-up; the last one is measured (default 1)"},
+    {"--measure", true, "run steps after the warm-up until S seconds have passed (at least one, at most --steps)"},
+    {"--trace-steps", true, "also write a trace of every step after the warm-up, to PREFIX-0.json ... PREFIX-<steps-1>.json"},
     {"--warmup", true, "first run warm-up steps for S seconds (at least one step; default 0: none)"},
     {"--gpus", true, "cuda backend without mpirun: one process drives N GPUs of this node (a thread per device)"},
     {"--help", false, "this help"},
@@ -181,6 +183,12 @@ int run_execute(int argc, char** argv) {
       if (n != std::floor(n)) throw UsageError("--steps needs a whole number, got '" + *st + "'");
       opts.steps = static_cast<int64_t>(n);
     }
+    if (auto m = a.value("--measure")) {
+      opts.measure_s = parse_number("--measure", *m, 0, 3600);
+      if (!a.value("--steps")) throw UsageError("--measure needs --steps N, the most steps it may run");
+    }
+    opts.keep_steps = a.value("--trace-steps").has_value();
+    if (opts.keep_steps && a.value("--trace-steps")->empty()) throw UsageError("--trace-steps needs a file name prefix");
     if (auto w = a.value("--warmup")) opts.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto g = a.value("--gpus")) {
       const double n = parse_positive("--gpus", *g);
@@ -242,6 +250,9 @@ int run_execute(int argc, char** argv) {
           status = 1;
         } else {
           if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(out.result, *ir));
+          if (auto prefix = a.value("--trace-steps"))
+            for (size_t k = 0; k < out.steps.size(); ++k)
+              write_file_atomic(*prefix + "-" + std::to_string(k) + ".json", trace_json(out.steps[k], *ir));
           if (a.flag("--json")) std::printf("%s\n", exec::outcome_json(out).dump(2).c_str());
           else print_table(out, *ir);
         }

@@ -21,10 +21,17 @@ struct ExecuteOptions {
   bool verify = false;
   double watchdog_s = 60;
   int64_t steps = 1;  // optimizer steps run after the warm-up; the last one is measured
+  // With measure_s > 0: steps after the warm-up until they took this long (s; at least one,
+  // at most `steps`; rank 0's clock decides for all), so that a short step is sampled several
+  // times per launch and a long one once (validate's reference: docs/calibration.md, "validate").
+  double measure_s = 0;
   // Warm-up steps first, until they took this long (s; at least one step when > 0; rank 0's
   // clock decides for all). On the 2-core build machine a launch's first 0.05-0.15 s of steps
   // ran 1.3-2x slower than the steady state (docs/executor.md, "Several steps").
   double warmup_s = 0;
+  // Keep every step after the warm-up, not only the last (ExecuteOutcome::steps): validate's
+  // reference takes each as a sample of its launch (docs/calibration.md, "validate").
+  bool keep_steps = false;
   FaultInjection fault;
 };
 
@@ -39,6 +46,9 @@ struct RankReport {
 struct ExecuteOutcome {
   bool root = false;          // rank 0: the fields below are filled
   StepResult result;          // measured, finalized
+  // With keep_steps: every step after the warm-up, in order, each finalized as `result` is (the
+  // last is `result`). Ranks' memory statistics are the last step's in all of them.
+  std::vector<StepResult> steps;
   std::vector<RankReport> ranks;
   double loss = 0;            // mean per-token training loss of the measured step
   // Every step's time (s), the measured (last) one included: earliest op start to latest op

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 
 #include "analysis/run_noise.hpp"
 
@@ -29,6 +30,24 @@ TEST_CASE("split half: the even runs' per-op medians against the odd runs', both
   // Below four runs a half is one execution: not reported.
   CHECK(split_half_mape_pct(d, 3) == 0.0);
   CHECK(split_half_mape_pct({}, 8) == 0.0);
+}
+
+TEST_CASE("split half by launch: the even launches' runs against the odd launches'", "[analysis][noise]") {
+  // Three launches of two steps each; each launch keeps its own pace (10, 20, 10 us), so halves
+  // split inside the launches agree, halves by launch do not.
+  RunDurations d;
+  d[{0, 1}] = {10, 10, 20, 20, 10, 10};
+  const std::vector<int> launch = {0, 0, 1, 1, 2, 2};
+  CHECK(split_half_mape_pct(d, 6) == Approx(0.0));
+  CHECK(split_half_mape_pct(d, 6, launch) == Approx(75.0));  // 10/20 and 10/10, as above
+  // One launch per run is the runs' own parity.
+  RunDurations e;
+  e[{0, 1}] = {10, 20, 10, 20};
+  CHECK(split_half_mape_pct(e, 4, {0, 1, 2, 3}) == Approx(split_half_mape_pct(e, 4)));
+  // Every run in one launch: no halves to compare.
+  CHECK(split_half_mape_pct(d, 6, {0, 0, 0, 0, 0, 0}) == 0.0);
+  // A launch for each run, or none.
+  CHECK_THROWS_AS(split_half_mape_pct(d, 6, {0, 1}), std::invalid_argument);
 }
 
 TEST_CASE("run to run: one run against another over ordered pairs", "[analysis][noise]") {

@@ -79,7 +79,7 @@ events = []
 for line in open(sys.argv[1]):
     if m := re.match(r"calibration: in-situ launch (\d) of 4", line): events.append("L" + m.group(1))
     elif line.startswith("calibration: the measuring job"): events.append("M")
-    elif line.startswith("executing (run"): events.append("r")
+    elif line.startswith("executing (launch"): events.append("r")
     elif line.startswith("simulated:"): events.append("S")
 order = re.sub("r+", "r", "".join(events))
 assert order == "L1rL2rL3rMrS", ("validate's calibration launches and runs interleave so: " + order, events)
@@ -101,7 +101,7 @@ grep -q "^host        the calibration executed this scenario at .* s per step (i
   echo "no host drift line"; cat "$work/out2.txt"; exit 1; }
 grep -q "^compute     busy per rank .* predicted; measured .* (median of 4 ranks x compared runs" "$work/out2.txt" || {
   echo "no compute line for 2 ranks x the fastest 2 of 4 runs"; cat "$work/out2.txt"; exit 1; }
-grep -q "^runs        4 executions, .* (the fastest 2 compared" "$work/out2.txt" || {
+grep -q "^runs        4 executions in 4 launches, .* (the fastest 2 compared" "$work/out2.txt" || {
   echo "no runs line comparing the fastest 2 of 4"; cat "$work/out2.txt"; exit 1; }
 # Four executions: how much they differ is reported, and real runs never agree on every op.
 noise=$(sed -n 's/^noise       the executions differ from each other by \([0-9.]*\)% per op.*/\1/p' "$work/out2.txt")
@@ -111,15 +111,34 @@ half=$(sed -n 's/^reference   the per-op medians of the even and the odd runs di
 [ -n "$half" ] || { echo "no split-half reference line"; cat "$work/out2.txt"; exit 1; }
 awk -v x="$half" 'BEGIN { exit !(x > 0) }' || { echo "split-half op MAPE is $half%, expected > 0"; cat "$work/out2.txt"; exit 1; }
 # By default the calibration is made first, then the executions; --in-situ-launches sets how
-# many launches its executions spread over.
-"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --in-situ-launches 2 --steps 1 --runs 3 --json \
-  "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || { echo "validate (calibrate first) failed:"; cat "$work/err3.txt"; exit 1; }
-python3 - "$work/out3.json" "$work/err3.txt" <<'PY' || exit 1
-import json, sys
+# many launches its executions spread over. By default each launch measures the steps that fit
+# in 0.4 s after its warm-up, at most 8, each an execution with its own trace.
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --in-situ-launches 2 --runs 3 --json \
+  --out-dir "$work/traces3" "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || {
+  echo "validate (calibrate first) failed:"; cat "$work/err3.txt"; exit 1; }
+python3 - "$work/out3.json" "$work/err3.txt" "$work/traces3" <<'PY' || exit 1
+import json, os, sys
 v = json.load(open(sys.argv[1]))
 x = v["calibration"]["executed"]
 assert v["calibration"]["made_now"] and x["interleaved"] is False and x["launches"] == 2, x
 err = open(sys.argv[2]).read()
-assert "in-situ launch 1 of 4" not in err and err.index("calibrating") < err.index("executing (run 1 of 3)"), err
+assert "in-situ launch 1 of 4" not in err and err.index("calibrating") < err.index("executing (launch 1 of 3)"), err
+e = v["execute"]
+runs, launch = e["runs"], e["runs_launch"]
+assert e["launches"] == 3 and 3 <= runs <= 24 and len(launch) == runs == len(e["runs_step_time_s"]), e
+assert launch == sorted(launch) and set(launch) == {0, 1, 2} and max(launch.count(l) for l in range(3)) <= 8, launch
+assert "--steps 8 --measure 0.4" in e["command"], e["command"]
+# Every execution's trace under its own name, no launch's left behind.
+names = sorted(os.listdir(sys.argv[3]))
+assert all(os.path.isfile("%s/measured-%d.json" % (sys.argv[3], k)) for k in range(runs)), names
+assert not os.path.exists("%s/measured-%d.json" % (sys.argv[3], runs)) and not [n for n in names if n.startswith("launch-")], names
+steps = e["runs_step_time_s"]
+fast = sorted(steps)[:(runs + 1) // 2]
+assert abs(v["measured"]["step_time_s"] - fast[(len(fast) - 1) // 2]) < 1e-12, (v["measured"]["step_time_s"], fast)
+# Its launch's summary, with the compared step's figures.
+assert "warmup_steps" in v["measured"] and "loss" in v["measured"], sorted(v["measured"])
+# Three launches: halves by launch (even against odd) when there are at least 4 executions.
+half = e["split_half_op_mape_pct"]
+assert (half is not None and half > 0) if runs >= 4 else half is None, (half, runs)
 PY
 echo "validate smoke: ok"
