@@ -15,7 +15,9 @@ std::vector<StepResult> execute_in_situ(const StepIR& ir, exec::Transport& world
                                         const InSituPlan& plan, const std::function<void(double, const std::string&)>& progress) {
   exec::ExecuteOptions eo;
   eo.backend = backend;
-  eo.steps = 1;
+  eo.steps = InSituPlan::kStepsPerExecution;
+  eo.measure_s = InSituPlan::kStepsS;
+  eo.keep_steps = true;
   eo.warmup_s = InSituPlan::kWarmupS;
   const int most = plan.max_executions();
   std::vector<StepResult> runs;
@@ -24,8 +26,10 @@ std::vector<StepResult> execute_in_situ(const StepIR& ir, exec::Transport& world
     exec::ExecuteOutcome out = exec::execute(ir, world, eo);
     int64_t more = 0;
     if (world.rank() == 0) {
-      measured_s += out.result.step_time_s;
-      runs.push_back(std::move(out.result));
+      for (StepResult& step : out.steps) {
+        measured_s += step.step_time_s;
+        runs.push_back(std::move(step));
+      }
       more = measured_s < plan.measured_s() && run + 1 < most;
     }
     world.all_reduce(&more, 1, ReduceOp::max);  // rank 0 decides for everyone

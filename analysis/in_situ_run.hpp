@@ -31,11 +31,17 @@ namespace paralab::calib {
 
 // How much one launch executes. Over all launches: measured steps until they total kMeasuredS
 // (a small step's few dozen collectives vary 2x between executions on a shared host), at most
-// kMaxExecutions; each launch its share, at least one execution.
+// kMaxExecutions; each launch its share, at least one execution. An execution is warm-up
+// steps, then the steps that fit in kStepsS (at least one, at most kStepsPerExecution), each
+// a measured step, as validate's launches measure theirs (reference_runs.hpp: the steps of a
+// launch are nearly as good samples as launches, and a short step's in-situ figures came from
+// 10 steps).
 struct InSituPlan {
   static constexpr double kMeasuredS = 4.0;  // s, over all launches
   static constexpr int kMaxExecutions = 10;  // over all launches
-  static constexpr double kWarmupS = 0.2;    // s of warm-up steps before each measured one (at least one)
+  static constexpr double kWarmupS = 0.2;    // s of warm-up steps before each execution (at least one)
+  static constexpr double kStepsS = 0.4;     // s of measured steps per execution (at least one)
+  static constexpr int kStepsPerExecution = 8;
   static constexpr int kDefaultLaunches = 4;
   int launches = 1;  // launches the executions spread over, this one included
   [[nodiscard]] double measured_s() const { return kMeasuredS / launches; }
@@ -48,9 +54,9 @@ struct InSituPlan {
 // scenario's place among them all).
 [[nodiscard]] inline bool executes_in_situ(int64_t world, int64_t job_ranks) { return world == job_ranks; }
 
-// Executes `ir` on every rank of `world` (collective: every rank calls it) as validate's runs
-// do, a warm-up and one measured step per execution, until this launch's share of the plan.
-// Returns the measured steps on rank 0 (every rank's ops), nothing on the others. `progress`
+// Executes `ir` on every rank of `world` (collective: every rank calls it) as validate's
+// launches do, warm-up steps then the measured ones per execution, until this launch's share of
+// the plan. Returns the measured steps on rank 0 (every rank's ops), nothing on the others. `progress`
 // (may be empty) gets units done, 4 in all.
 std::vector<StepResult> execute_in_situ(const StepIR& ir, exec::Transport& world, const std::string& backend,
                                         const InSituPlan& plan, const std::function<void(double, const std::string&)>& progress);
