@@ -34,8 +34,8 @@ namespace paralab::calib {
 // kMaxExecutions; each launch its share, at least one execution. An execution is warm-up
 // steps, then the steps that fit in kStepsS (at least one, at most kStepsPerExecution), each
 // a measured step, as validate's launches measure theirs (reference_runs.hpp: the steps of a
-// launch are nearly as good samples as launches, and a short step's in-situ figures came from
-// 10 steps).
+// launch are nearly as good samples as launches, and a short step's in-situ figures had come
+// from 12 steps).
 struct InSituPlan {
   static constexpr double kMeasuredS = 4.0;  // s, over all launches
   static constexpr int kMaxExecutions = 10;  // over all launches

@@ -13,8 +13,8 @@
 // per-op times are a sample whose noise the reference's per-op median only averages down with
 // many of them, and a launch (mpirun, MPI set-up, half a second of warm-up) costs 20-30 steps
 // of a 45 ms scenario. On the 2-core build machine, cpu-tp2-dp2-zero3's prediction scored
-// 14.2 % op MAPE against 15 launches of one step and 11.9 % against the same 15 launches of 8
-// steps, whose halves (by launch) differed by 7.4 % against 18.7-20.8 % for one step of each;
+// 14.4 % op MAPE against 15 launches of one step and 11.9 % against 15 launches of 8 steps,
+// whose halves (by launch) differed by 7.4 % against 16.7-20.8 % for one step of each;
 // each of the 8 steps alone scored as one step per launch did (13.2-14.6 %)
 // (bench/results/validate_cpu.md, "thirty-sixth session").
 //
