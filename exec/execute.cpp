@@ -110,7 +110,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   int core_turns = 0;
   bool core_turns_batch = false;
   std::vector<double> first_us, last_us;  // per step: this rank's earliest op start, latest op end
-  std::vector<std::vector<OpTiming>> kept;  // keep_steps: every step after the warm-up
+  // The measured steps' op timings: every step after the warm-up with keep_steps, else the last.
+  std::vector<std::vector<OpTiming>> kept;
   clock::time_point t_ready, t_warm_end, t_steps_end;
   {
     Runtime rt(plan, *backend, world, ro);
@@ -142,7 +143,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     t_warm_end = clock::now();
     for (int64_t i = 0; i < std::max<int64_t>(opts.steps, 1); ++i) {
       run_one(++step);
-      if (opts.keep_steps) kept.push_back(run.ops);
+      if (opts.keep_steps) kept.push_back(std::move(run.ops));
       if (opts.measure_s > 0 && i + 1 < opts.steps) {
         // Rank 0's clock decides for everyone, as for the warm-up.
         int64_t more = world.rank() == 0 && std::chrono::duration<double>(clock::now() - t_warm_end).count() < opts.measure_s;
@@ -151,6 +152,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
       }
     }
     t_steps_end = clock::now();
+    if (!opts.keep_steps) kept.push_back(std::move(run.ops));
     core_turns_batch = rt.batch_scheduling();
     if (opts.verify) {
       report.merge(checker->report());
@@ -173,11 +175,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     }
     return v;
   };
-  blob["ops"] = flat(run.ops);
-  if (opts.keep_steps) {
-    blob["kept_ops"] = nlohmann::json::array();
-    for (const auto& k : kept) blob["kept_ops"].push_back(flat(k));
-  }
+  blob["ops"] = nlohmann::json::array();  // per measured step
+  for (const auto& k : kept) blob["ops"].push_back(flat(k));
   blob["step_first_us"] = first_us;
   blob["step_last_us"] = last_us;
   blob["memory"] = memory_json(run.memory);
@@ -206,10 +205,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   int64_t loss_tokens = 0;
   std::vector<double> first(first_us.size(), std::numeric_limits<double>::infinity());
   std::vector<double> last(first_us.size(), -std::numeric_limits<double>::infinity());
-  auto add_ops = [](StepResult& to, int64_t from_rank, const std::vector<double>& o) {
-    for (size_t i = 0; i + 2 < o.size(); i += 3) to.ops.push_back({from_rank, static_cast<OpId>(o[i]), o[i + 1], o[i + 2]});
-  };
-  std::vector<std::vector<std::pair<int64_t, std::vector<double>>>> kept_all(kept.size());  // step -> (rank, ops)
+  std::vector<std::vector<OpTiming>> step_ops(kept.size());  // every rank's, per measured step
   for (const std::string& s : all) {
     const nlohmann::json j = nlohmann::json::from_cbor(std::vector<uint8_t>(s.begin(), s.end()));
     const auto f = j.at("step_first_us").get<std::vector<double>>();
@@ -225,12 +221,12 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     rr.rss_peak_bytes = j.at("rss").get<double>();
     rr.ops_run = j.at("ops_run").get<int64_t>();
     if (j.contains("device")) rr.device = j.at("device").get<std::map<std::string, double>>();
-    add_ops(r, rr.rank, j.at("ops").get<std::vector<double>>());
-    if (opts.keep_steps) {
-      const auto& k = j.at("kept_ops");
-      if (k.size() != kept_all.size())
-        throw ExecError(rr.rank, "kept " + std::to_string(k.size()) + " steps, rank 0 kept " + std::to_string(kept_all.size()));
-      for (size_t i = 0; i < k.size(); ++i) kept_all[i].emplace_back(rr.rank, k[i].get<std::vector<double>>());
+    const auto& steps = j.at("ops");
+    if (steps.size() != step_ops.size())
+      throw ExecError(rr.rank, "measured " + std::to_string(steps.size()) + " steps, rank 0 " + std::to_string(step_ops.size()));
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const auto o = steps[k].get<std::vector<double>>();
+      for (size_t i = 0; i + 2 < o.size(); i += 3) step_ops[k].push_back({rr.rank, static_cast<OpId>(o[i]), o[i + 1], o[i + 2]});
     }
     RankStats st;
     st.rank = rr.rank;
@@ -250,18 +246,15 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   out.core_turns_batch = core_turns_batch;
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
-  // The kept steps share everything but their ops with the measured (last) one.
-  for (const auto& per_rank : kept_all) {
-    StepResult k = r;
-    k.ops.clear();
-    for (const auto& [from, o] : per_rank) add_ops(k, from, o);
-    out.steps.push_back(std::move(k));
-  }
-  finalize(r, ir);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  for (StepResult& k : out.steps) {
-    finalize(k, ir);
-    k.wall_s = r.wall_s;
+  // The measured steps share everything but their ops; the last is the result.
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  for (size_t k = 0; k < step_ops.size(); ++k) {
+    StepResult sk = r;
+    sk.ops = std::move(step_ops[k]);
+    finalize(sk, ir);
+    sk.wall_s = wall_s;
+    if (opts.keep_steps) out.steps.push_back(sk);
+    if (k + 1 == step_ops.size()) r = std::move(sk);
   }
   out.setup_s = secs(t_start, t_ready);
   out.warmup_s = secs(t_ready, t_warm_end);
