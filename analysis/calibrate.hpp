@@ -122,6 +122,13 @@ struct CalibrationResult {
   double p2p_in_situ_extra_us = 0;
   bool p2p_extra_own = false;
   size_t in_situ_awake_transfers = 0;
+  // The contended collectives' own (CommSample::contended_since_us within the spin window),
+  // when at least 20 awake contended and 20 other awake collective calls were seen
+  // (contended_extra_own; else comm_in_situ_extra_us): the calibrated topology's
+  // contended_lat_us is what it adds to launch's per-call cost (at least 0).
+  double contended_in_situ_extra_us = 0;
+  bool contended_extra_own = false;
+  size_t in_situ_awake_contended = 0;
   // CPU: what a call one of whose pollers stopped spinning before it ended (exec::kPollSpinUs
   // from the first post: CommSample::spread_us plus the fit) took beyond the fit, median over its
   // members, minus the median of the other calls (which alone set the per-call extras then):
@@ -129,6 +136,11 @@ struct CalibrationResult {
   double wake_us = 0;
   size_t in_situ_awake_calls = 0, in_situ_asleep_calls = 0;
   double comm_in_situ_extra_all_us = 0;  // the median over all calls (for the file's comment)
+  // CollectiveSpec::call_tail_us: per in-situ execution, its calls' mean time beyond their
+  // predicted time (the fit and the per-call costs above), the median over the executions
+  // (at least 0), and how many executions gave it (0: not measured).
+  double call_tail_us = 0;
+  size_t call_tail_executions = 0;
   [[nodiscard]] bool have_in_situ_comm() const { return have_comm_fit && !in_situ.comm.empty(); }
 
   Topology base;                         // the topology the fitted values replace

@@ -169,6 +169,8 @@ void fit_all(CalibrationResult& r) {
     // 222 us more than the others, on both members). A wake time needs enough calls of both
     // kinds to be a median.
     constexpr size_t kMinWakeCalls = 20;  // also the least of each kind for the transfers' own extra
+    // The per-call cost's classes (offsets of the split below).
+    constexpr size_t kCollective = 0, kTransfer = 1, kContended = 2, kClasses = 3;
     // One point per executed call and kind (awake, asleep): the median of its executions, as
     // the per-op comparison takes an op's runs; a sample without a call (CommSample::op < 0)
     // is a call of its own. On 4 ranks sharing 2 cores one call's executions split between
@@ -177,26 +179,31 @@ void fit_all(CalibrationResult& r) {
     struct Call {
       std::vector<double> extra_us;
       double fit_us = 0, bytes_us = 0;
-      bool transfer = false;
+      size_t cls = 0;  // kCollective, kTransfer or kContended
     };
-    std::map<std::tuple<bool, int64_t, int64_t>, Call> calls;  // (asleep, rank, op)
+    // A collective contended: another group's or stage's poller on its node still spun when
+    // its last member arrived (CommSample::contended_since_us); its executions so found are a
+    // call of their own, as the simulator decides it per call.
+    std::map<std::tuple<bool, bool, int64_t, int64_t>, Call> calls;  // (asleep, contended, rank, op)
     for (size_t i = 0; i < r.in_situ.comm.size(); ++i) {
       const CommSample& c = r.in_situ.comm[i];
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       const bool slept = spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us;
-      Call& k = calls[{slept, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
+      const bool transfer = c.pattern == CommPattern::send_recv;
+      const bool contended = !transfer && spin_us > 0 && c.contended_since_us >= 0 && c.contended_since_us < spin_us;
+      Call& k = calls[{slept, contended, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
       k.extra_us.push_back(c.time_us - fit_us);
       k.fit_us = fit_us;
       k.bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
-      k.transfer = c.pattern == CommPattern::send_recv;
+      k.cls = transfer ? kTransfer : contended ? kContended : kCollective;
     }
     // Per call: y its time beyond the fit, x the fit's bytes part of it (AlphaBetaFit::bytes_us),
-    // w 1 / its time (the per-op comparison scores relative errors), class 1 for a transfer.
+    // w 1 / its time (the per-op comparison scores relative errors), its class.
     std::vector<LadPoint> awake, asleep;
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
       // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
-      (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.transfer ? 1u : 0u});
+      (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.cls});
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     std::vector<LadPoint> all = awake;
@@ -207,14 +214,23 @@ void fit_all(CalibrationResult& r) {
     }
     r.in_situ_awake_calls = awake.size();
     r.in_situ_asleep_calls = asleep.size();
-    size_t transfers = 0;
-    for (const LadPoint& p : awake) transfers += p.cls;
+    size_t transfers = 0, contended = 0;
+    for (const LadPoint& p : awake) {
+      transfers += p.cls == kTransfer;
+      contended += p.cls == kContended;
+    }
     r.in_situ_awake_transfers = transfers;
+    r.in_situ_awake_contended = contended;
     // Transfers and collectives get their own per-call cost when enough of each were seen: on
     // a host whose ranks share cores a collective's ring needs every member's thread to run, a
     // transfer only its receiver's (cpu-tp2-pp2-gpipe: 103 against 1.8 us;
     // bench/results/validate_cpu.md, "seventeenth session").
     r.p2p_extra_own = awake.size() - transfers >= kMinWakeCalls && transfers >= kMinWakeCalls;
+    // Contended collectives likewise get their own (CollectiveSpec::contended_lat_us): on
+    // cpu-tp2-dp2-zero3 the 32 KB TP all-gathers took a median 80 us from their last arrival
+    // with a DP call's poller spinning, 44 us without (bench/results/validate_cpu.md,
+    // "thirty-seventh session").
+    r.contended_extra_own = contended >= kMinWakeCalls && awake.size() - transfers - contended >= kMinWakeCalls;
     // The awake calls' time beyond the fit = a per-call cost (per kind) + c x the fit's bytes
     // part, by weighted least absolute deviations (lad_fit.hpp): the executed step's buffers
     // are not the sweep's, warm in cache and reused call after call, and its calls moved their
@@ -226,9 +242,11 @@ void fit_all(CalibrationResult& r) {
     // call costs no less than the sweep's fit says.
     constexpr double kMaxSlowdown = 20.0;
     std::vector<LadPoint> pts = awake;
-    if (!r.p2p_extra_own)
-      for (LadPoint& p : pts) p.cls = 0;  // one per-call cost for both kinds
-    const OffsetSlopeFit split_fit = fit_offsets_slope(pts, r.p2p_extra_own ? 2 : 1, kMaxSlowdown, 0.0);
+    for (LadPoint& p : pts) {
+      if (p.cls == kContended && !r.contended_extra_own) p.cls = kCollective;
+      if (p.cls == kTransfer && !r.p2p_extra_own) p.cls = kCollective;  // one per-call cost for both kinds
+    }
+    const OffsetSlopeFit split_fit = fit_offsets_slope(pts, kClasses, kMaxSlowdown, 0.0);
     r.comm_in_situ_bytes_slowdown = split_fit.slope;
     const double c = split_fit.slope;
     // The weighted median of the calls' extras beyond the bytes' slow-down.
@@ -240,8 +258,32 @@ void fit_all(CalibrationResult& r) {
     r.comm_in_situ_extra_all_us = std::max(0.0, extras(all));
     const double pooled = std::max(0.0, extras(awake));
     r.comm_in_situ_extra_us = std::max(0.0, split_fit.offset[0]);
-    r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, split_fit.offset[1]) : r.comm_in_situ_extra_us;
+    r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, split_fit.offset[kTransfer]) : r.comm_in_situ_extra_us;
+    r.contended_in_situ_extra_us = r.contended_extra_own ? std::max(0.0, split_fit.offset[kContended]) : r.comm_in_situ_extra_us;
     r.wake_us = split ? std::max(0.0, extras(asleep) - pooled) : 0.0;
+
+    // The calls' tail (CollectiveSpec::call_tail_us): per execution, its calls' mean time beyond
+    // what the simulator will predict for each (the fit, its class's per-call cost, the bytes'
+    // slow-down, wake_us for a sleeper), the median over the executions, at least 0. The
+    // per-call costs are weighted medians; the step pays the mean (as compute_tail, above).
+    std::map<int64_t, std::pair<double, size_t>> by_execution;  // execution -> (residuals' sum, calls)
+    for (const CommSample& cs : r.in_situ.comm) {
+      if (cs.execution < 0) continue;
+      const double fit_us = r.comm_fit.predict_us(cs.pattern, cs.group, cs.bytes);
+      const bool slept = split && spin_us > 0 && (r.drift.use() ? cs.spread_us : cs.waited_us) + fit_us > spin_us;
+      const bool transfer = cs.pattern == CommPattern::send_recv;
+      const bool contended = !transfer && r.contended_extra_own && spin_us > 0 && cs.contended_since_us >= 0 &&
+                             cs.contended_since_us < spin_us;
+      const double per_call = transfer ? r.p2p_in_situ_extra_us : contended ? r.contended_in_situ_extra_us : r.comm_in_situ_extra_us;
+      const double predicted = fit_us + per_call + c * r.comm_fit.bytes_us(cs.pattern, cs.group, cs.bytes) + (slept ? r.wake_us : 0.0);
+      auto& [sum, n] = by_execution[cs.execution];
+      sum += cs.time_us - predicted;
+      ++n;
+    }
+    std::vector<double> means;
+    for (const auto& [e, sn] : by_execution) means.push_back(sn.first / static_cast<double>(sn.second));
+    r.call_tail_executions = means.size();
+    r.call_tail_us = means.empty() ? 0.0 : std::max(0.0, quantile(means, 0.5));
   }
 }
 

@@ -98,6 +98,8 @@ Topology calibrated_topology(const CalibrationResult& r) {
     // The base topology's transfer cost is replaced too: by the transfers' own, or by launch's.
     t.collectives.p2p_launch_lat_us.reset();
     if (r.have_in_situ_comm() && r.p2p_extra_own) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
+    t.collectives.contended_lat_us =
+        r.have_in_situ_comm() && r.contended_extra_own ? std::max(0.0, r.contended_in_situ_extra_us - r.comm_in_situ_extra_us) : 0.0;
     t.collectives.step_lat_us = 0.0;
     t.collectives.reduce_gbps = r.comm_fit.reduce_gbps() / slowdown;
   }
@@ -112,6 +114,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     t.collectives.spread_drift = r.spread_drift();
   }
   if (!r.in_situ.acks.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
+  if (r.have_in_situ_comm() && r.call_tail_executions > 0) t.collectives.call_tail_us = r.call_tail_us;
   t.calibration = Calibration{};
   t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
                          r.host.hostname + " (" + r.host.cpu_model + "), " + r.started_utc + ", paralab " + r.paralab_version;
@@ -342,7 +345,8 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[collectives]");
   if (r.have_comm_fit) {
     if (r.have_in_situ_comm()) {
-      const size_t transfers = r.in_situ_awake_transfers, collectives = r.in_situ_awake_calls - transfers;
+      const size_t transfers = r.in_situ_awake_transfers, contended = r.in_situ_awake_contended;
+      const size_t collectives = r.in_situ_awake_calls - transfers - (r.contended_extra_own ? contended : 0);
       // How a per-call cost was measured: the fit's L plus what the in-situ split gave `n`
       // executed calls of one kind ("collective", "transfer", or "call" for both).
       auto in_situ_note = [&](double extra_us, const std::string& kind, size_t n) {
@@ -361,6 +365,20 @@ std::string topology_toml(const CalibrationResult& r) {
                       transfers, collectives);
         line(buf);
       }
+      if (r.call_tail_executions > 0) {
+        std::snprintf(buf, sizeof buf, "in situ: per execution, its calls' mean time beyond their predicted time, the median over %zu executions (the per-call costs are weighted medians; the step pays the mean), waited after each call",
+                      r.call_tail_executions);
+        kv("call_tail_us", fnum(t.collectives.call_tail_us), buf);
+      }
+      if (r.contended_extra_own) {
+        std::snprintf(buf, sizeof buf, "in situ: %.3g us per contended collective (weighted median over %zu executed calls whose last member arrived while another group's poller on the node spun) less launch's %.3g us",
+                      r.contended_in_situ_extra_us, contended, r.comm_in_situ_extra_us);
+        kv("contended_lat_us", fnum(t.collectives.contended_lat_us), buf);
+      } else {
+        std::snprintf(buf, sizeof buf, "# contended_lat_us: 0 (%zu executed collectives arrived while another group's poller on the node spun, %zu did not; 20 of each tell them apart)",
+                      contended, r.in_situ_awake_calls - transfers - contended);
+        line(buf);
+      }
     } else {
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us), "fitted L: once per call");
     }
@@ -375,6 +393,8 @@ std::string topology_toml(const CalibrationResult& r) {
     if (t.collectives.p2p_launch_lat_us) kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), "from the base topology");
     kv("step_lat_us", fnum(t.collectives.step_lat_us), "from the base topology");
     kv("reduce_gbps", fnum(t.collectives.reduce_gbps), "from the base topology");
+    if (t.collectives.contended_lat_us > 0) kv("contended_lat_us", fnum(t.collectives.contended_lat_us), "from the base topology");
+    if (t.collectives.call_tail_us > 0) kv("call_tail_us", fnum(t.collectives.call_tail_us), "from the base topology");
   }
   kv("tree_max_bytes", fnum(t.collectives.tree_max_bytes));
   kv("intra_sms", fint(t.collectives.intra_sms), cpu ? "threads a communication op keeps busy on the rank's cores (base topology)" : "from the base topology");

@@ -99,6 +99,13 @@ struct CommSample {
   // comparison takes an op's runs (their median).
   int64_t rank = -1;
   int64_t op = -1;
+  // In situ, a collective within a stage: how long before its last arrival the latest-posted
+  // call of another group kind, or of another stage, on its node that had not ended by then
+  // was posted (us; < 0: none was in flight). Within the poller's spin window that call's
+  // thread still spins on the cores this call needs (CollectiveSpec::contended_lat_us).
+  double contended_since_us = -1;
+  // In situ: which of the calibration's executions the call is from (-1: none).
+  int64_t execution = -1;
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

@@ -262,6 +262,31 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
   }
 
   // 3. Communication from the last participant's arrival.
+  // Every call as its rank posted it (raw start to end), with its node, stage and group kind:
+  // what else was in flight on a collective's node when its last member arrived.
+  struct Flight {
+    int64_t node, stage;
+    GroupKind group;
+    double post_us, end_us;
+  };
+  std::vector<Flight> flights;
+  for (const OpTiming& t : measured.ops) {
+    const Op& op = ir.graph_for(t.rank).op(t.op);
+    if (!is_comm(op.kind)) continue;
+    const GroupKind g = op.collective() ? op.collective()->group : op.p2p()->group;
+    flights.push_back({ir.layout.node_of(t.rank), ir.layout.stage_of(t.rank), g, t.start_us, t.end_us});
+  }
+  // The latest post before `at` among the calls of another group kind or stage on `rank`'s
+  // node still in flight at `at`: `at` minus it (us), or -1 for none. A post at `at` itself
+  // counts, as in the simulator (sim/engine/engine_comm.cpp, contended_now).
+  auto contended_since = [&](int64_t rank, GroupKind g, double at) {
+    const int64_t node = ir.layout.node_of(rank), stage = ir.layout.stage_of(rank);
+    double since = -1;
+    for (const Flight& f : flights)
+      if (f.node == node && (f.group != g || f.stage != stage) && f.post_us <= at && at < f.end_us)
+        since = since < 0 ? at - f.post_us : std::min(since, at - f.post_us);
+    return since;
+  };
   StepResult aligned = measured;
   const std::vector<size_t> partner = transfer_partners(measured, ir);
   align_comm_starts(aligned, ir, partner);
@@ -278,6 +303,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     // A collective or ring shift within the stage: its members' arrival skew and spread.
     const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
     if (in_stage) {
+      if (op.collective()) c.contended_since_us = contended_since(t.rank, op.collective()->group, t.start_us);
       c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op.id, group));
       out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us, t.end_us - t.start_us, out.executions});
     }
@@ -302,6 +328,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     if (c.time_us <= 0) continue;
     c.rank = t.rank;
     c.op = static_cast<int64_t>(t.op);
+    c.execution = static_cast<int64_t>(out.executions);
     out.comm.push_back(c);
   }
   ++out.executions;

@@ -178,6 +178,23 @@ struct CollectiveSpec {
   // whose receiver had waited 0.5 ms or more 391 us (bench/results/validate_cpu.md, "sixth
   // session"). Measured by `paralab calibrate` in a real execution; 0 = seen at once.
   double wake_us = 0;
+  // Per-call cost added to a collective within a stage that starts while a call of another
+  // group kind, or of another stage, on its node was posted less than poll_spin_us before and
+  // has not ended (us): on a CPU host that call's poller still spins on the cores this call's
+  // members need. On cpu-tp2-dp2-zero3 (4 ranks, 2 cores) the 32 KB TP all-gathers took a
+  // median 80 us from their last arrival with a DP call's poller spinning, 44 us without; on
+  // cpu-tp2-pp2-gpipe 91 against 58-73 us (bench/results/validate_cpu.md, "thirty-seventh
+  // session"). Measured by `paralab calibrate` in a real execution; 0 = not modeled (GPUs).
+  double contended_lat_us = 0;
+  // A call's mean time beyond what the simulator predicts for it (us), waited after the call
+  // ends before anything that depended on it starts, as DeviceSpec::compute_tail is after a
+  // compute op. The per-call costs are weighted medians, what the per-op comparison scores
+  // (analysis/lad_fit.hpp); on a CPU host the calls' times are skewed to the right (a member
+  // descheduled for 300 us), and the step pays their mean: cpu-tp2-dp2-zero3's 32 KB TP
+  // all-gathers had per-op medians of median 66.8 us, mean 69.2 us, fitted 55.5 us
+  // (bench/results/validate_cpu.md, "thirty-seventh session"). Measured by `paralab calibrate`
+  // in a real execution; 0 = none (GPUs).
+  double call_tail_us = 0;
   // Throughput of the reduction arithmetic of all-reduce and reduce-scatter, in GB/s of
   // received input combined per rank: on a CPU host the communication thread that copies also
   // adds, one after the other (Open MPI's MPI_Op on the host: measured 2-rank reduce-scatters of

@@ -112,6 +112,8 @@ const Schema<Topology>& topology_schema() {
         .real("collectives.poll_spin_us", AT(collectives.poll_spin_us), 0, 1e6)
         .real("collectives.poll_yield_us", AT(collectives.poll_yield_us), 0, 1e6)
         .real("collectives.wake_us", AT(collectives.wake_us), 0, 1e6)
+        .real("collectives.contended_lat_us", AT(collectives.contended_lat_us), 0, 1e6)
+        .real("collectives.call_tail_us", AT(collectives.call_tail_us), 0, 1e6)
         .real("collectives.reduce_gbps", AT(collectives.reduce_gbps), 0, 1e6);
     x.text("calibration.source", AT(calibration.source));
     return x;

@@ -109,6 +109,7 @@ void Engine::init_stage(StageState& st, int64_t stage) {
     st.posted.assign(n, 0.0);
     st.early_asleep.assign(n, 0);
   }
+  if (contend_) st.contended.assign(n, 0);
   if (slow_) {
     st.holds.assign(n, 0);
     st.ev_seq.assign(n, 0);
@@ -165,6 +166,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
   // and counting the window from it put every call to sleep (bench/results/validate_cpu.md,
   // "seventh session").
   if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
+  if (contend_ && is_comm(op.kind)) post_on_node(s, id);
   if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   if (is_comm(op.kind)) start_comm(s, id);
   else {
@@ -186,6 +188,7 @@ void Engine::finish(uint32_t s, OpId id) {
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
   if (pool_) leave_core(s, id);
+  if (contend_ && is_comm(op.kind)) end_on_node(s, id);
   if (!is_comm(op.kind)) set_computing(s, false);  // until its stream successor is released now
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
@@ -246,7 +249,10 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
     set_computing(s, true);
     dispatch = pool_dispatch_us(s);
   }
-  const double delay = (same ? dispatch : handoff) + tail + arrival_skew_us(s, id);
+  // After a call, its tail (CollectiveSpec::call_tail_us): the calls' mean beyond the typical
+  // call the op's own time is.
+  const double call_tail = is_comm(last.kind) ? coll_.call_tail_us : 0.0;
+  const double delay = (same ? dispatch : handoff) + tail + call_tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -311,6 +317,15 @@ EngineOutput Engine::run() {
     pollers_.assign(static_cast<size_t>(share_->nodes()), {});
   }
   wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
+  contend_ = coll_.contended_lat_us > 0 && coll_.poll_spin_us > 0;
+  if (contend_) {
+    int64_t nodes = 0;
+    for (int64_t s = 0; s < p; ++s) {
+      stage_node_.push_back(ir_.layout.node_of(ir_.layout.representative(s)));
+      nodes = std::max(nodes, stage_node_.back() + 1);
+    }
+    posted_on_node_.assign(static_cast<size_t>(nodes), {});
+  }
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;
   compute_handoff_us_ = topo.device.compute_handoff_us;

@@ -66,6 +66,7 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
   if (slow_) hold_sms(s, id, collective_sms(s, c.group, m));
+  if (contend_) st.contended[id] = contended_now(s, c.group);
 }
 
 void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
@@ -231,7 +232,8 @@ void Engine::on_call_done(uint64_t handle) {
     // receive (bench/results/validate_cpu.md, "thirty-first session"). The thread is idle
     // meanwhile, so it stops sharing the rank's cores now.
     const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
-    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop);
+    const double contended_us = contend_ && stages_[ps].contended[pop] ? coll_.contended_lat_us : 0.0;
+    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop) + contended_us;
     if (later_us > 0) {
       if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
       if (pool_) leave_core(ps, pop);
@@ -248,6 +250,44 @@ void Engine::on_call_done(uint64_t handle) {
 double Engine::wake_delay_us(uint32_t s, OpId id) const {
   const StageState& st = stages_[s];
   return wake_ && (now_ - st.posted[id] > coll_.poll_spin_us || st.early_asleep[id]) ? coll_.wake_us : 0.0;
+}
+
+// Contention among a node's pollers (CollectiveSpec::contended_lat_us): a collective within
+// its stage that starts while a call of another group kind, or of another stage, on its node
+// was posted less than poll_spin_us ago and has not ended pays contended_lat_us more; that
+// call's thread still spins on the cores this call's members need. The in-situ calibration
+// classifies the executed calls the same way at their last member's arrival (analysis/
+// in_situ.cpp, CommSample::contended_since_us). A call posted at the same instant counts, on
+// both sides: in the simulated step a layer's DP prefetch and its TP call are often released
+// by the same event, and its executed twin posts the DP call first and the TP call's members
+// arrive after. Which of the two the engine takes first must not decide, so a post also marks
+// the collectives that started at this instant before it. The lists hold the few calls in
+// flight.
+void Engine::post_on_node(uint32_t s, OpId id) {
+  const Op& op = stages_[s].g->ops[id];
+  const GroupKind g = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
+  auto& v = posted_on_node_[static_cast<size_t>(stage_node_[s])];
+  for (const Posted& p : v) {
+    if (p.at_us != now_ || (p.stage == s && p.group == g)) continue;
+    const Op& other = stages_[p.stage].g->ops[p.op];
+    if (other.kind == OpKind::collective && within_stage(p.group)) stages_[p.stage].contended[p.op] = 1;
+  }
+  v.push_back(Posted{s, id, g, now_});
+}
+
+void Engine::end_on_node(uint32_t s, OpId id) {
+  auto& v = posted_on_node_[static_cast<size_t>(stage_node_[s])];
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].stage == s && v[i].op == id) {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+}
+
+bool Engine::contended_now(uint32_t s, GroupKind g) const {
+  for (const Posted& p : posted_on_node_[static_cast<size_t>(stage_node_[s])])
+    if ((p.stage != s || p.group != g) && now_ - p.at_us < coll_.poll_spin_us) return true;
+  return false;
 }
 
 }  // namespace paralab::sim::detail

@@ -93,6 +93,9 @@ struct StageState {
   // (CollectiveSpec::sync_drift: its arrival spread exceeds poll_spin_us).
   std::vector<double> posted;
   std::vector<uint8_t> early_asleep;
+  // Contended calls (Engine::contend_): per op whether its collective started while another
+  // group's or stage's poller on the node still spun (CollectiveSpec::contended_lat_us).
+  std::vector<uint8_t> contended;
   // When this stage's compute stream last waited for a communication op (us): its ranks start
   // the next compute op together there, and drift apart from then on (CollectiveSpec::sync_drift).
   double synced_at = 0;
@@ -141,6 +144,12 @@ class Engine {
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
   [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
+  // contend_: record a posted communication op on its node / drop it when it ends; whether a
+  // call of another group kind or stage on stage s's node was posted less than poll_spin_us
+  // ago and is still in flight (engine_comm.cpp).
+  void post_on_node(uint32_t s, OpId op);
+  void end_on_node(uint32_t s, OpId op);
+  [[nodiscard]] bool contended_now(uint32_t s, GroupKind g) const;
   double arrival_skew_us(uint32_t s, OpId id);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
@@ -189,6 +198,17 @@ class Engine {
   bool yield_ = false;
   std::vector<std::vector<std::pair<uint32_t, OpId>>> pollers_;
   bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
+  // CollectiveSpec::contended_lat_us and poll_spin_us both set: per node the communication
+  // ops posted and not yet ended, and each stage's node (its representative's).
+  struct Posted {
+    uint32_t stage;
+    OpId op;
+    GroupKind group;
+    double at_us;
+  };
+  bool contend_ = false;
+  std::vector<std::vector<Posted>> posted_on_node_;
+  std::vector<int64_t> stage_node_;
   // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
   double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;
   double on_core_us_ = 0;  // DeviceSpec::handoff_on_core_us (rank_cores_ only)
