@@ -250,8 +250,9 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
     dispatch = pool_dispatch_us(s);
   }
   // After a call, its tail (CollectiveSpec::call_tail_us): the calls' mean beyond the typical
-  // call the op's own time is.
-  const double call_tail = is_comm(last.kind) ? coll_.call_tail_us : 0.0;
+  // call the op's own time is. Only a call that took time (one that moved nothing, over one
+  // rank or no bytes, ends at once and is no call in situ either).
+  const double call_tail = is_comm(last.kind) && st.end[after] > st.start[after] ? coll_.call_tail_us : 0.0;
   const double delay = (same ? dispatch : handoff) + tail + call_tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
