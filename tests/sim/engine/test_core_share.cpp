@@ -272,3 +272,36 @@ TEST_CASE("engine: the dispatch gap follows the node's computing ranks", "[engin
   CHECK(y_start(5'000, {}) == Approx(1'007.0));
   CHECK(y_start(500, {}) == Approx(1'007.0));
 }
+
+// A collective within its stage that starts while a call of another group kind or stage on its
+// node was posted less than poll_spin_us before and has not ended pays contended_lat_us at its
+// end (CollectiveSpec::contended_lat_us). Stage 1 posts a receive at 0 that waits for stage 0's
+// send after a 2 ms op, and its TP all-reduce after an op of `lead` us: at 100 us the receive
+// was posted 100 us before (its poller spins: contended), at 600 us 600 us before (asleep: not).
+// A call posted at the same instant counts too, whichever the engine takes first. Reference:
+// the same step without the extra.
+TEST_CASE("engine: a collective beside another group's spinning poller pays contended_lat_us", "[engine][cores][closed-form]") {
+  constexpr double kExtra = 200.0;
+  auto duration = [&](double lead_us, double extra) {
+    Scenario s = cpu_node(2, 2, 4, 500.0);
+    s.topology.collectives.contended_lat_us = extra;
+    GraphBuilder b0(0), b1(1);
+    const BufferId out = b0.buffer("out", 1024, DType::f32, MemCategory::activations, true);
+    const BufferId in = b1.buffer("in", 1024, DType::f32, MemCategory::activations, true);
+    const BufferId x = b1.buffer("x", 1024, DType::f32, MemCategory::activations, true);
+    const OpId a = timed(s, b0, 2'000);
+    transfer(b0, true, out, {a});
+    transfer(b1, false, in);
+    std::vector<OpId> after;
+    if (lead_us > 0) after.push_back(timed(s, b1, lead_us));
+    const OpId c = collective_op(b1, paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {b1.whole(x)}, Stream::tp_comm, after);
+    const StepIR ir = wrap(s, {b0.finish(), b1.finish()});
+    const StepResult r = simulate(ir).result;
+    return duration_of(r, ir.layout.representative(1), c);
+  };
+  for (double lead : {0.0, 100.0, 600.0}) {
+    CAPTURE(lead);
+    const double base = duration(lead, 0.0);
+    CHECK(duration(lead, kExtra) == Approx(base + (lead < 500.0 ? kExtra : 0.0)));
+  }
+}
