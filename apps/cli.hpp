@@ -17,6 +17,15 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bad input that is not a usage mistake nor a configuration key: a file the command was given
+// that it cannot use (unreadable, not a paralab result) or files that do not belong together
+// (results of different scenarios, with different ops). Exit code 2, no usage text; the message
+// names the file.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct OptionSpec {
   std::string name;      // "--trace"
   bool takes_value;      // "--trace FILE" vs "--json"

@@ -33,9 +33,18 @@ int run_compare(int argc, char** argv) {
       throw UsageError("--top needs a count, got '" + *t + "'");
     }
   }
-  const LoadedResult p = read_result(a.require_positional(0, "PREDICTED"));
-  const LoadedResult m = read_result(a.require_positional(1, "MEASURED"));
-  const Comparison c = compare(p, m, top);
+  const std::string pf = a.require_positional(0, "PREDICTED"), mf = a.require_positional(1, "MEASURED");
+  // The two files are the user's: one that cannot be read, or two that do not belong together,
+  // is bad input (exit code 2), as a bad scenario key is.
+  LoadedResult p, m;
+  Comparison c;
+  try {
+    p = read_result(pf);
+    m = read_result(mf);
+    c = compare(p, m, top);
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
   if (auto r = a.value("--report")) {
     if (!c.per_op) throw UsageError("--report needs traces (--trace) of both runs, not summaries");
     ReportInfo info;

@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
   } catch (const paralab::cli::UsageError& e) {
     std::fprintf(stderr, "paralab %s: %s\nusage: %s\n", cmd->name, e.what(), cmd->usage);
     return 2;
+  } catch (const paralab::cli::InputError& e) {
+    std::fprintf(stderr, "paralab %s: error: %s\n", cmd->name, e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "paralab %s: error: %s\n", cmd->name, e.what());
     return 1;
