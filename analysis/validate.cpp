@@ -18,6 +18,7 @@
 #include "analysis/temp_dir.hpp"
 #include "analysis/run_noise.hpp"
 #include "results/comm_alignment.hpp"
+#include "ir/error.hpp"
 #include "ir/scenario_loader.hpp"
 #include "sim/simulate.hpp"
 
@@ -133,13 +134,20 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   bool make = false;
   if (!opts.calibration.empty()) {
     if (!std::filesystem::is_regular_file(opts.calibration))
-      throw std::runtime_error("calibration file not found: " + opts.calibration.string());
+      throw ConfigError(SourceLoc{"command line", 0, 0}, "--calibration", opts.calibration.string(), "no such file",
+                        "a topology file, as `paralab calibrate --out FILE` writes");
     v.calibration = opts.calibration;
   } else {
     v.calibration = cached_calibration_path(s, opts.backend);
     make = opts.recalibrate || !std::filesystem::is_regular_file(v.calibration);
     if (!make) log("calibration: " + v.calibration.string() + " (cached)");
   }
+  // The scenario on that calibration, loaded before anything runs: a file that is not a valid
+  // topology is bad input (ConfigError naming its line and key), refused before minutes of
+  // executions rather than after them.
+  std::vector<std::string> calibrated_sets = opts.sets;
+  calibrated_sets.push_back("cluster.topology=" + std::filesystem::absolute(v.calibration).string());
+  if (!make) (void)load_scenario(opts.scenario, calibrated_sets);
   const int launches = std::max(1, opts.in_situ_launches);
   if (make) {
     std::filesystem::create_directories(v.calibration.parent_path());
@@ -182,9 +190,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // 2. Simulate on the calibrated topology.
   {
     const auto ts = clock_type::now();
-    std::vector<std::string> sets = opts.sets;
-    sets.push_back("cluster.topology=" + std::filesystem::absolute(v.calibration).string());
-    const Scenario sc = load_scenario(opts.scenario, sets);
+    const Scenario sc = load_scenario(opts.scenario, calibrated_sets);
     const std::string digest = scenario_digest(s);
     for (const ExecutionPoint& e : sc.topology.calibration.executions)
       if (e.digest == digest) {
