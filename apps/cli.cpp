@@ -136,4 +136,19 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   }
 }
 
+void check_writable(const std::string& opt, const std::filesystem::path& path, bool prefix) {
+  const auto refuse = [&](const std::string& why) { throw InputError(opt + " " + path.string() + ": " + why); };
+  if (path.empty()) refuse("an empty path");
+  std::error_code ec;
+  if (!prefix && std::filesystem::is_directory(path, ec)) refuse("is a folder, not a file");
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec)) refuse("its folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) refuse("its folder " + dir.string() + " is not writable");
+}
+
+void check_outputs(const Args& a, const std::vector<std::string>& options) {
+  for (const std::string& o : options)
+    if (auto v = a.value(o)) check_writable(o, *v, o.size() > 6 && o.compare(o.size() - 6, 6, "-steps") == 0);
+}
+
 }  // namespace paralab::cli

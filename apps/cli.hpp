@@ -59,4 +59,15 @@ double parse_number(const std::string& opt, const std::string& v, double lo, dou
 // a partial result behind.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
 
+// An output file named by option `opt` (or a trace prefix: its files go beside it) that cannot
+// be written is refused before the work that would fill it: its folder must exist and be
+// writable, and the path must not be a folder. Else an InputError naming the option, the path
+// and why (exit code 2): a calibration or a validation takes minutes, and losing them to a
+// typo in an output path is what this check is for.
+void check_writable(const std::string& opt, const std::filesystem::path& path, bool prefix = false);
+
+// check_writable for each of these options that `a` has (a trace prefix option's name ends in
+// "-steps": its path is a prefix). Called by every command right after parsing.
+void check_outputs(const Args& a, const std::vector<std::string>& options);
+
 }  // namespace paralab::cli

@@ -133,6 +133,7 @@ int run_calibrate(int argc, char** argv) {
     if (opts.backend != "cpu" && opts.backend != "cuda") throw UsageError("--backend must be cpu or cuda, got '" + opts.backend + "'");
     out = a.value("--out").value_or("");
     if (out.empty()) throw UsageError("--out FILE is required (where the calibrated topology goes)");
+    check_writable("--out", out);
     for (const auto& p : a.positional) opts.scenarios.push_back(p);
     if (auto s = a.value("--scenario")) {
       std::stringstream ss(*s);

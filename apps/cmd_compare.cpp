@@ -25,6 +25,7 @@ int run_compare(int argc, char** argv) {
     return 0;
   }
   if (!a.sets.empty()) throw UsageError("compare reads results; --set does not apply");
+  check_outputs(a, {"--report"});
   size_t top = 10;
   if (auto t = a.value("--top")) {
     try {

@@ -189,6 +189,7 @@ int run_execute(int argc, char** argv) {
     }
     opts.keep_steps = a.value("--trace-steps").has_value();
     if (opts.keep_steps && a.value("--trace-steps")->empty()) throw UsageError("--trace-steps needs a file name prefix");
+    check_outputs(a, {"--trace", "--trace-steps"});
     if (auto w = a.value("--warmup")) opts.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto g = a.value("--gpus")) {
       const double n = parse_positive("--gpus", *g);

@@ -72,6 +72,7 @@ int run_inspect(int argc, char** argv) {
     return 0;
   }
   const Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
+  check_outputs(a, {"--dump-ir"});
   std::optional<int64_t> rank;
   if (auto r = a.value("--rank")) {
     try {

@@ -174,6 +174,7 @@ int run_plan(int argc, char** argv) {
   }
   const std::string file = a.require_positional(0, "SCENARIO");
   const Scenario base = load_scenario(file, a.sets, /*check_layout=*/false);
+  check_outputs(a, {"--csv"});
   PlanOptions o;
   if (auto v = a.value("--top")) o.top = static_cast<size_t>(std::max<int64_t>(1, to_int("--top", *v)));
   if (auto v = a.value("--threads")) o.threads = static_cast<int>(to_int("--threads", *v));

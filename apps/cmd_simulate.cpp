@@ -131,6 +131,7 @@ int run_simulate(int argc, char** argv) {
     return 0;
   }
   if (a.positional.size() > 1) throw UsageError("one SCENARIO expected, got '" + a.positional[1] + "' too");
+  check_outputs(a, {"--trace"});
   const Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
   const auto t0 = std::chrono::steady_clock::now();
   const StepIR ir = build_step_ir(s);

@@ -75,6 +75,7 @@ int run_validate(int argc, char** argv) {
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);
     if (auto t = a.value("--timeout")) o.timeout_s = parse_int("--timeout", *t, 1, 7 * 24 * 3600);
     if (calib::launcher_size() > 0) throw UsageError("run validate without mpirun: it launches the ranks itself");
+    check_outputs(a, {"--report"});
   } catch (const UsageError& e) {
     std::fprintf(stderr, "paralab validate: %s\nusage: paralab validate SCENARIO --backend cpu|cuda [options]\n", e.what());
     return 2;

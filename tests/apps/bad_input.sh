@@ -5,6 +5,8 @@
 #   not a paralab result, a missing argument. A valid pair exits 0.
 # - `paralab validate --calibration FILE`: no such file, a file that is not a valid topology;
 #   refused before any execution or calibration starts.
+# - every command's output file (--trace, --trace-steps, --report, --out, --csv, --dump-ir) in
+#   a folder that does not exist, or naming a folder: refused before the work that fills it.
 set -u
 paralab=$1 src=$2
 work=$(mktemp -d) || exit 1
@@ -55,4 +57,29 @@ printf 'name = "x"\n[device\n' > "$work/broken.toml"
 validate_expect "broken.toml:2: TOML syntax error" --calibration "$work/broken.toml"
 printf 'name = "x"\n' > "$work/partial.toml"
 validate_expect "partial.toml" --calibration "$work/partial.toml"
+
+# output ARGS...: the command exits 2 at once, naming the option's path, and writes nothing.
+output() {
+  local err rc
+  err=$(PARALAB_CACHE_DIR="$work/cache" timeout 30 "$paralab" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -q -E "(does not exist|is a folder, not a file)" <<< "$err" ||
+     grep -q -E "executing|calibrating" <<< "$err"; then
+    echo "FAIL: $* -> exit $rc (want 2 at once), stderr: $err"
+    fail=1
+  else
+    echo "ok: $1 ... -> $rc: $err"
+  fi
+}
+nodir=$work/no-such-folder
+output simulate "$src/scenarios/cpu-tp2.toml" --trace "$nodir/t.json"
+output simulate "$src/scenarios/cpu-tp2.toml" --trace "$work"
+output inspect "$src/scenarios/cpu-tp2.toml" --dump-ir "$nodir/ir.json"
+output plan "$src/scenarios/cpu-tp2.toml" --csv "$nodir/plan.csv"
+output calibrate --backend cpu --out "$nodir/cal.toml"
+output validate "$src/scenarios/cpu-tp2.toml" --backend cpu --report "$nodir/r.html"
+output execute "$src/scenarios/cpu-1rank-fp16.toml" --backend cpu --trace "$nodir/t.json"
+output execute "$src/scenarios/cpu-1rank-fp16.toml" --backend cpu --steps 2 --trace-steps "$nodir/step"
+output compare "$work/tp2.json" "$work/tp2.json" --report "$nodir/r.html"
+[ -e "$nodir" ] && { echo "FAIL: $nodir was created"; fail=1; }
 exit $fail
