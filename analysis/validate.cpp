@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "analysis/calibrate.hpp"
@@ -147,7 +148,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // executions rather than after them.
   std::vector<std::string> calibrated_sets = opts.sets;
   calibrated_sets.push_back("cluster.topology=" + std::filesystem::absolute(v.calibration).string());
-  if (!make) (void)load_scenario(opts.scenario, calibrated_sets);
+  std::optional<Scenario> calibrated;
+  if (!make) calibrated = load_scenario(opts.scenario, calibrated_sets);
   const int launches = std::max(1, opts.in_situ_launches);
   if (make) {
     std::filesystem::create_directories(v.calibration.parent_path());
@@ -190,7 +192,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   // 2. Simulate on the calibrated topology.
   {
     const auto ts = clock_type::now();
-    const Scenario sc = load_scenario(opts.scenario, calibrated_sets);
+    const Scenario sc = calibrated ? std::move(*calibrated) : load_scenario(opts.scenario, calibrated_sets);
     const std::string digest = scenario_digest(s);
     for (const ExecutionPoint& e : sc.topology.calibration.executions)
       if (e.digest == digest) {

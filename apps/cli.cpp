@@ -148,7 +148,7 @@ void check_writable(const std::string& opt, const std::filesystem::path& path, b
 
 void check_outputs(const Args& a, const std::vector<std::string>& options) {
   for (const std::string& o : options)
-    if (auto v = a.value(o)) check_writable(o, *v, o.size() > 6 && o.compare(o.size() - 6, 6, "-steps") == 0);
+    if (auto v = a.value(o)) check_writable(o, *v);
 }
 
 }  // namespace paralab::cli

@@ -66,8 +66,8 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 // typo in an output path is what this check is for.
 void check_writable(const std::string& opt, const std::filesystem::path& path, bool prefix = false);
 
-// check_writable for each of these options that `a` has (a trace prefix option's name ends in
-// "-steps": its path is a prefix). Called by every command right after parsing.
+// check_writable for each of these output-file options that `a` has. Called by every command
+// right after parsing.
 void check_outputs(const Args& a, const std::vector<std::string>& options);
 
 }  // namespace paralab::cli

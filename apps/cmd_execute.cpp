@@ -189,7 +189,8 @@ int run_execute(int argc, char** argv) {
     }
     opts.keep_steps = a.value("--trace-steps").has_value();
     if (opts.keep_steps && a.value("--trace-steps")->empty()) throw UsageError("--trace-steps needs a file name prefix");
-    check_outputs(a, {"--trace", "--trace-steps"});
+    check_outputs(a, {"--trace"});
+    if (opts.keep_steps) check_writable("--trace-steps", *a.value("--trace-steps"), /*prefix=*/true);
     if (auto w = a.value("--warmup")) opts.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto g = a.value("--gpus")) {
       const double n = parse_positive("--gpus", *g);
