@@ -258,7 +258,7 @@ int run_calibrate(int argc, char** argv) {
   try {
 #if defined(PARALAB_EXEC_MPI)
     if (under_launcher)
-      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment());
+      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment(), exec::DoorbellMode::from_environment());
 #endif
     if (!world) world = exec::make_self_transport();
   } catch (const std::exception& e) {

@@ -106,6 +106,8 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
   if (out.core_turns > 0)
     std::printf("core turns %d: the ranks of a host took turns on its cores, first come first served, %s (docs/executor.md)\n",
                 out.core_turns, out.core_turns_batch ? "under SCHED_BATCH" : "SCHED_BATCH refused");
+  if (out.doorbells)
+    std::printf("doorbells  a rank entering a call woke its host peers' sleeping pollers (docs/executor.md)\n");
   if (steps > 1) {
     std::printf("steps      ");
     for (size_t i = 0; i < steps; ++i) {
@@ -291,7 +293,7 @@ int run_execute(int argc, char** argv) {
   try {
 #if defined(PARALAB_EXEC_MPI)
     if (launcher_size() > 0)
-      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment());
+      world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment(), exec::DoorbellMode::from_environment());
 #else
     if (launcher_size() > 1)
       throw exec::ExecError(lrank, "this paralab was built without MPI (PARALAB_HAVE_MPI off): it runs one rank only");

@@ -85,6 +85,9 @@ class Transport {
   // The host's core turns when this job's ranks outnumber its cores (exec/core_turns.hpp);
   // null otherwise, and the threads are left to the kernel's scheduler.
   [[nodiscard]] virtual CoreTurns* core_turns() { return nullptr; }
+  // Whether the ranks of this host wake each other's sleeping communication pollers
+  // (exec/doorbells.hpp).
+  [[nodiscard]] virtual bool doorbells() const { return false; }
   // The cores this job's ranks on this host may run on together: the union of their CPU
   // affinities (exec/core_turns.hpp). Not one rank's: mpirun binds each of 2 ranks on a 2-core
   // host to a core of its own, and the host still has 2 cores for them.

@@ -2,10 +2,8 @@
 // the mode that says when a host takes them.
 #include "exec/core_turns.hpp"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,22 +16,10 @@
 #include <string>
 
 #include "exec/comm.hpp"
+#include "exec/futex.hpp"
 #include "ir/error.hpp"
 
 namespace paralab::exec {
-
-namespace {
-// Shared (not FUTEX_PRIVATE) futexes: the waiters and wakers are different processes. The
-// wait's result is not read: woken, timed out, interrupted or the word already changed, the
-// caller checks its condition again.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns) {
-  timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-void futex_wake(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-}  // namespace
 
 CpuMask affinity_mask() {
   CpuMask m{};

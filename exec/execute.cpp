@@ -244,6 +244,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   out.warmup_steps = warmup_steps;
   out.core_turns = core_turns;
   out.core_turns_batch = core_turns_batch;
+  out.doorbells = world.doorbells();
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   // The measured steps share everything but their ops; the last is the result.
@@ -271,6 +272,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["phases_s"] = {{"setup", out.setup_s}, {"warmup", out.warmup_s}, {"steps", out.steps_s}, {"gather", out.gather_s}};
   j["core_turns"] = out.core_turns;
   j["core_turns_batch"] = out.core_turns_batch;
+  j["doorbells"] = out.doorbells;
   for (auto& rj : j["ranks"]) {
     for (const RankReport& rr : out.ranks) {
       if (rr.rank != rj["rank"].get<int64_t>()) continue;

@@ -61,6 +61,7 @@ struct ExecuteOutcome {
   double setup_s = 0, warmup_s = 0, steps_s = 0, gather_s = 0;
   int core_turns = 0;         // rank 0's host: core turns its ranks took (exec/core_turns.hpp), 0: none
   bool core_turns_batch = false;  // rank 0's threads took them under SCHED_BATCH (use_batch_scheduling)
+  bool doorbells = false;     // the ranks of a host woke each other's sleeping pollers (exec/doorbells.hpp)
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

@@ -94,7 +94,7 @@ void bench_gemm() {
 
 #if defined(PARALAB_EXEC_MPI)
 void bench_comm(int* argc, char*** argv) {
-  auto world = make_mpi_transport(argc, argv, CoreTurnsMode::from_environment());
+  auto world = make_mpi_transport(argc, argv, CoreTurnsMode::from_environment(), DoorbellMode::from_environment());
   const int r = world->rank(), n = world->size();
   std::vector<int64_t> members;
   for (int i = 0; i < n; ++i) members.push_back(i);

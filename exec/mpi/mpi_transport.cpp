@@ -12,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "exec/core_turns.hpp"
+#include "exec/doorbells.hpp"
 #include "exec/error.hpp"
 #include "kernels/dtype.hpp"
 
@@ -112,27 +114,45 @@ int to_int_count(int64_t n, const char* what) {
 // and, whenever another thread of the node waits for one, hands it over and queues again
 // (every 32 tests in the spin window, every test after it); it never sleeps, since it only
 // polls when no one else wants the core.
-// The wait policy is consulted throughout (watchdog, failure of another stream).
-void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w) {
+// With doorbells (exec/doorbells.hpp) the caller has just posted its side of the call, so it
+// first rings the group's other members on its host, and a poller past its window sleeps on
+// its own bell: a peer's arrival wakes it at once, and it polls from then on as one that had
+// just arrived (a fresh spin window). Peers on other hosts ring nothing.
+// The wait policy is consulted throughout (watchdog, failure of another stream), with the
+// time since the call began.
+void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w, const GroupBells& bells) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   constexpr double kSpinS = kPollSpinUs * 1e-6;
   constexpr int64_t kMaxSleepUs = 100;
+  bells.ring_peers();
+  auto spin_from = t0;
   int64_t sleep_us = 20;
-  double waited = 0;
+  double spun = 0;
   for (int64_t iter = 0;; ++iter) {
+    // Read before the test: a ring between the test and the sleep then ends the sleep at once.
+    const uint32_t heard = bells.mine ? Doorbells::heard(*bells.mine) : 0;
     int done = 0;
     PARALAB_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) return;
-    if (iter % 32 != 0 && waited < kSpinS) continue;
-    waited = std::chrono::duration<double>(clock::now() - t0).count();
+    if (iter % 32 != 0 && spun < kSpinS) continue;
+    const auto now = clock::now();
+    spun = std::chrono::duration<double>(now - spin_from).count();
     if (w.yield_turn()) {
       // Core turns: polling is one more turn in the node's queue, never a sleep.
-    } else if (waited >= kSpinS) {
-      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    } else if (spun >= kSpinS) {
+      if (!bells.mine) {
+        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      } else if (Doorbells::sleep(*bells.mine, heard, sleep_us)) {
+        spin_from = clock::now();  // a peer arrived: poll as if just arrived
+        spun = 0;
+        sleep_us = 20;
+        w.check(std::chrono::duration<double>(spin_from - t0).count());
+        continue;
+      }
       sleep_us = std::min<int64_t>(sleep_us * 2, kMaxSleepUs);
     }
-    w.check(waited);
+    w.check(std::chrono::duration<double>(now - t0).count());
   }
 }
 
@@ -162,7 +182,7 @@ class MpiComm final : public GroupComm {
     MPI_Request r;
     PARALAB_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, to_int_count(count, "all_reduce"),
                                      types_.type(t), types_.op(t, op), comm_, &r));
-    wait_all(1, &r, w);
+    wait_all(1, &r, w, bells_);
   }
   // All-gather and reduce-scatter run as rings of transfers (Patarasuk & Yuan, JPDC 69(2),
   // 2009): n - 1 steps, in each every member sends one block to its successor and receives one
@@ -213,12 +233,12 @@ class MpiComm final : public GroupComm {
     MPI_Request r;
     const int n = to_int_count(count, "all_to_all");
     PARALAB_MPI_CHECK(MPI_Ialltoall(send, n, types_.type(t), recv, n, types_.type(t), comm_, &r));
-    wait_all(1, &r, w);
+    wait_all(1, &r, w, bells_);
   }
   void broadcast(void* buf, int64_t count, DType t, int root, const WaitPolicy& w) override {
     MPI_Request r;
     PARALAB_MPI_CHECK(MPI_Ibcast(buf, to_int_count(count, "broadcast"), types_.type(t), root, comm_, &r));
-    wait_all(1, &r, w);
+    wait_all(1, &r, w, bells_);
   }
   void send_recv(const void* send, int64_t send_bytes, int to, void* recv, int64_t recv_bytes, int from,
                  uint32_t tag, const WaitPolicy& w) override {
@@ -229,11 +249,24 @@ class MpiComm final : public GroupComm {
       PARALAB_MPI_CHECK(MPI_Irecv(recv, to_int_count(recv_bytes, "recv"), MPI_BYTE, from, mtag, comm_, &r[n++]));
     if (to >= 0)
       PARALAB_MPI_CHECK(MPI_Isend(send, to_int_count(send_bytes, "send"), MPI_BYTE, to, mtag, comm_, &r[n++]));
-    if (n) wait_all(n, r, w);
+    if (n) wait_all(n, r, w, bells_);
   }
   void control_all_reduce(int64_t* values, int n, ReduceOp op) override {
     PARALAB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT64_T, op == ReduceOp::sum ? MPI_SUM : MPI_MAX, comm_));
   }
+  // The world ranks of this communicator's members, by communicator rank.
+  [[nodiscard]] std::vector<int> world_ranks() const {
+    MPI_Group mine, world;
+    PARALAB_MPI_CHECK(MPI_Comm_group(comm_, &mine));
+    PARALAB_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    std::vector<int> in(static_cast<size_t>(size_)), out(static_cast<size_t>(size_));
+    for (int i = 0; i < size_; ++i) in[static_cast<size_t>(i)] = i;
+    PARALAB_MPI_CHECK(MPI_Group_translate_ranks(mine, size_, in.data(), world, out.data()));
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
+    return out;
+  }
+  void set_bells(GroupBells b) { bells_ = std::move(b); }
 
  private:
   // Sends `out` to the successor and receives `in` from the predecessor on the ring's own
@@ -243,7 +276,7 @@ class MpiComm final : public GroupComm {
     MPI_Request r[2];
     PARALAB_MPI_CHECK(MPI_Irecv(in, n, MPI_BYTE, wrap(index_ - 1), 0, ring_, &r[0]));
     PARALAB_MPI_CHECK(MPI_Isend(out, n, MPI_BYTE, wrap(index_ + 1), 0, ring_, &r[1]));
-    wait_all(2, r, w);
+    wait_all(2, r, w, bells_);
   }
   [[nodiscard]] int wrap(int i) const { return ((i % size_) + size_) % size_; }
 
@@ -253,11 +286,12 @@ class MpiComm final : public GroupComm {
   int size_ = 0, index_ = 0;
   std::vector<int64_t> members_;
   std::string label_;
+  GroupBells bells_;  // set by the transport after construction (set_bells)
 };
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(int* argc, char*** argv, CoreTurnsMode turns) {
+  MpiTransport(int* argc, char*** argv, CoreTurnsMode turns, DoorbellMode bells) {
     int init = 0;
     MPI_Initialized(&init);
     if (!init) {
@@ -287,16 +321,18 @@ class MpiTransport final : public Transport {
     PARALAB_MPI_CHECK(MPI_Comm_size(local, &local_size_));
     node_cores_ = count_node_cores(local);
     open_core_turns(local, turns);
+    if (bells.on) open_doorbells(local);
     PARALAB_MPI_CHECK(MPI_Comm_free(&local));
     types_.create();
   }
   CoreTurns* core_turns() override { return turns_ ? &*turns_ : nullptr; }
+  [[nodiscard]] bool doorbells() const override { return bells_.has_value(); }
   ~MpiTransport() override {
     finalize();
     // A world this transport did not initialize stays up: the window goes now.
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin) close_core_turns();
+    if (!fin) close_host_windows();
   }
 
   [[nodiscard]] int rank() const override { return rank_; }
@@ -309,8 +345,16 @@ class MpiTransport final : public Transport {
   std::unique_ptr<GroupComm> split(int color, int key, std::vector<int64_t> members, std::string label) override {
     MPI_Comm c = MPI_COMM_NULL;
     PARALAB_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color < 0 ? MPI_UNDEFINED : color, key, &c));
+    const int slot = splits_++;  // every rank counts every split (collective over the world)
     if (c == MPI_COMM_NULL) return nullptr;
     auto comm = std::make_unique<MpiComm>(c, types_, std::move(members), std::move(label));
+    if (bells_) {
+      GroupBells b;
+      b.mine = &bells_->bell(local_of_world_[static_cast<size_t>(rank_)], slot);
+      for (const int w : comm->world_ranks())
+        if (const int l = local_of_world_[static_cast<size_t>(w)]; w != rank_ && l >= 0) b.peers.push_back(&bells_->bell(l, slot));
+      comm->set_bells(std::move(b));
+    }
     if (comm->size() != static_cast<int>(comm->members().size()))
       throw ExecError(rank_, "communicator " + comm->label() + " has " + std::to_string(comm->size()) +
                                  " members, the layout says " + std::to_string(comm->members().size()));
@@ -377,7 +421,7 @@ class MpiTransport final : public Transport {
   void finalize() override {
     if (!owns_ || finalized_) return;
     finalized_ = true;
-    close_core_turns();
+    close_host_windows();
     types_.destroy();
     MPI_Finalize();
   }
@@ -404,28 +448,47 @@ class MpiTransport final : public Transport {
       throw ExecError(rank_, "core turns: the ranks of this host disagree (" + std::to_string(least[0]) + " to " +
                                  std::to_string(-least[1]) + " turns): set PARALAB_CORE_TURNS alike for every rank");
     if (turns < 1) return;
+    turns_.emplace(host_shared(local, CoreTurns::kSharedBytes, &turns_win_), turns);
+  }
+  // Doorbells (exec/doorbells.hpp) when this host runs 2 to Doorbells::kMaxLocalRanks of the
+  // job's ranks, and which host rank each world rank is (-1: on another host).
+  void open_doorbells(MPI_Comm local) {
+    local_of_world_.assign(static_cast<size_t>(size_), -1);
+    std::vector<int> worlds(static_cast<size_t>(local_size_));
+    PARALAB_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, worlds.data(), 1, MPI_INT, local));
+    for (size_t l = 0; l < worlds.size(); ++l) local_of_world_[static_cast<size_t>(worlds[l])] = static_cast<int>(l);
+    if (local_size_ < 2 || local_size_ > Doorbells::kMaxLocalRanks) return;
+    bells_.emplace(host_shared(local, Doorbells::kSharedBytes, &bells_win_), local_size_);
+  }
+  // `bytes` of zeroed memory every rank of the host maps (an MPI shared window held in *win).
+  static void* host_shared(MPI_Comm local, size_t bytes, MPI_Win* win) {
     int local_rank = 0;
     PARALAB_MPI_CHECK(MPI_Comm_rank(local, &local_rank));
     void* base = nullptr;
-    const MPI_Aint bytes = local_rank == 0 ? static_cast<MPI_Aint>(CoreTurns::kSharedBytes) : 0;
-    PARALAB_MPI_CHECK(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, local, &base, &turns_win_));
+    const MPI_Aint mine = local_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0;
+    PARALAB_MPI_CHECK(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, local, &base, win));
     MPI_Aint size = 0;
     int disp = 0;
-    PARALAB_MPI_CHECK(MPI_Win_shared_query(turns_win_, 0, &size, &disp, &base));
-    if (local_rank == 0) std::memset(base, 0, CoreTurns::kSharedBytes);
+    PARALAB_MPI_CHECK(MPI_Win_shared_query(*win, 0, &size, &disp, &base));
+    if (local_rank == 0) std::memset(base, 0, bytes);
     PARALAB_MPI_CHECK(MPI_Barrier(local));
-    turns_.emplace(base, turns);
+    return base;
   }
-  void close_core_turns() {  // collective over the node, as every rank ends
+  void close_host_windows() {  // collective over the node, as every rank ends
     turns_.reset();
+    bells_.reset();
     if (turns_win_ != MPI_WIN_NULL) MPI_Win_free(&turns_win_);
+    if (bells_win_ != MPI_WIN_NULL) MPI_Win_free(&bells_win_);
   }
 
   bool owns_ = false, finalized_ = false;
   int rank_ = 0, size_ = 1, local_size_ = 1, node_cores_ = 1;
   MpiTypes types_;
-  MPI_Win turns_win_ = MPI_WIN_NULL;
+  MPI_Win turns_win_ = MPI_WIN_NULL, bells_win_ = MPI_WIN_NULL;
   std::optional<CoreTurns> turns_;
+  std::optional<Doorbells> bells_;
+  std::vector<int> local_of_world_;  // host rank of each world rank, -1 on another host
+  int splits_ = 0;                   // communicators split so far: the next one's group slot
 };
 
 }  // namespace
@@ -439,8 +502,8 @@ void mpi_check(int rc, const char* expr, const char* file, int line) {
                   std::string("MPI call `") + expr + "` failed at " + file + ":" + std::to_string(line) + ": " + msg);
 }
 
-std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv, CoreTurnsMode turns) {
-  return std::make_unique<MpiTransport>(argc, argv, turns);
+std::unique_ptr<Transport> make_mpi_transport(int* argc, char*** argv, CoreTurnsMode turns, DoorbellMode bells) {
+  return std::make_unique<MpiTransport>(argc, argv, turns, bells);
 }
 
 }  // namespace paralab::exec

@@ -14,7 +14,7 @@ Transport* g_world = nullptr;  // the test binary's world (tests only)
 int main(int argc, char** argv) {
   // The harness is a command line: it reads PARALAB_CORE_TURNS as paralab does (the core-turn
   // tests run this binary under each mode).
-  auto world = paralab::exec::make_mpi_transport(&argc, &argv, paralab::exec::CoreTurnsMode::from_environment());
+  auto world = paralab::exec::make_mpi_transport(&argc, &argv, paralab::exec::CoreTurnsMode::from_environment(), paralab::exec::DoorbellMode::from_environment());
   paralab::exec::test::g_world = world.get();
   int64_t failed = Catch::Session().run(argc, argv);
   world->all_reduce(&failed, 1, paralab::ReduceOp::max);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "exec/backends.hpp"
+#include "exec/doorbells.hpp"
 #include "exec/fill.hpp"
 #include "exec/plan.hpp"
 #include "exec/verify.hpp"
@@ -254,4 +255,44 @@ TEST_CASE("clock offsets: ranks whose clocks differ by known amounts are put on 
   CHECK(o.error_us >= 0);
   CHECK(std::abs(o.offset_us - (planted_us - rank0_us)) <= o.error_us + 1.0);
   if (r == 0) CHECK(o.offset_us == 0);
+}
+
+// Doorbells (exec/doorbells.hpp): every call of a pair whose second member arrives long after
+// the first went to sleep (past the 0.5 ms spin window) completes with the right data, the
+// early member woken by the late one's ring; both roles, collectives and transfers. ctest runs
+// this also without core turns (exec_mpi_doorbells), where pollers do sleep, and with
+// PARALAB_DOORBELLS=off, where they sleep on a timer alone.
+TEST_CASE("a member arriving long after its peer fell asleep completes every kind of call", "[mpi][doorbells]") {
+  const int r = world().rank();
+  CHECK(world().doorbells() == DoorbellMode::from_environment().on);
+  auto pair = split_pairs("pairs/late");
+  NoWait w;
+  for (int round = 0; round < 6; ++round) {
+    const bool late = (r % 2) == (round % 2);  // each member is the late one every other round
+    auto arrive = [&] {
+      if (late) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    };
+    std::vector<float> mine(1024), all(2048), sum(1024), shard(1024), got(1024);
+    for (int i = 0; i < 1024; ++i) mine[static_cast<size_t>(i)] = static_cast<float>(r * 10000 + round * 100 + i % 97);
+    arrive();
+    pair->all_gather(mine.data(), all.data(), 1024, DType::f32, w);
+    arrive();
+    pair->all_reduce(mine.data(), sum.data(), 1024, DType::f32, ReduceOp::sum, w);
+    arrive();
+    pair->reduce_scatter(all.data(), shard.data(), 1024, DType::f32, ReduceOp::sum, w);
+    arrive();
+    const int other = 1 - pair->index();
+    pair->send_recv(mine.data(), 4096, other, got.data(), 4096, other, 7 + static_cast<uint32_t>(round), w);
+    const int peer = r ^ 1, lo = r / 2 * 2;
+    int off = 0;
+    for (int i = 0; i < 1024; ++i) {
+      const auto v = [&](int rank, int j) { return static_cast<float>(rank * 10000 + round * 100 + j % 97); };
+      off += all[static_cast<size_t>(i)] != v(lo, i) || all[1024 + static_cast<size_t>(i)] != v(lo + 1, i);
+      off += sum[static_cast<size_t>(i)] != v(r, i) + v(peer, i);
+      // shard = this member's block of (all + all) summed over the pair: twice its rank's values.
+      off += shard[static_cast<size_t>(i)] != 2 * v(lo + pair->index(), i);
+      off += got[static_cast<size_t>(i)] != v(peer, i);
+    }
+    CHECK(off == 0);
+  }
 }
