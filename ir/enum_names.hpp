@@ -11,6 +11,7 @@
 #include "ir/layout.hpp"
 #include "ir/op_kind.hpp"
 #include "ir/scenario.hpp"
+#include "ir/step_graph.hpp"
 #include "ir/topology.hpp"
 
 namespace paralab {

@@ -14,6 +14,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/op_kind.hpp"
+#include "ir/step_graph.hpp"
 
 namespace paralab {
 
@@ -241,11 +242,28 @@ struct DispatchPoint {
   int64_t busy_ranks = 0;
   double dispatch_us = 0;
 };
+// The fixed cost per call (us, in place of CollectiveSpec::launch_lat_us) of the collectives of
+// one kind, group kind and phase: what those calls cost in the executed step beyond the
+// alpha-beta fit, per call. On a CPU host a call's cost depends on what came before it: on
+// quickstart the backward reduce-scatters follow a GEMM of milliseconds (their members arrive
+// far apart, one poller sleeps, the buffers are cold) and the forward all-gathers a layer norm;
+// one cost for all put each class 20-40 % off, and per class the TP calls' share of its op
+// MAPE fell by a third in-sample (bench/results/validate_cpu.md, "thirty-ninth session").
+// Measured by `paralab calibrate` in a real execution, for the classes with enough calls; a
+// contended call keeps CollectiveSpec::contended_lat_us's cost (docs/calibration.md, "Per-class
+// call costs").
+struct CallPoint {
+  CollKind collective = CollKind::all_reduce;
+  GroupKind group = GroupKind::tp;
+  Phase phase = Phase::forward;
+  double launch_lat_us = 0;
+};
 struct Calibration {
   std::string source;    // how and where it was measured
   std::vector<GemmPoint> gemm;
   std::vector<KernelPoint> kernels;
   std::vector<DispatchPoint> dispatch;  // sorted by busy_ranks, each at most once
+  std::vector<CallPoint> calls;         // each (collective, group, phase) at most once
   std::vector<ExecutionPoint> executions;
 
   [[nodiscard]] bool empty() const { return gemm.empty() && kernels.empty(); }

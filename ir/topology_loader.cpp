@@ -212,6 +212,24 @@ DispatchPoint read_dispatch_point(const RawTable& e, const std::string& file) {
   return p;
 }
 
+CallPoint read_call_point(const RawTable& e, const std::string& file) {
+  CallPoint p;
+  constexpr const char* kAllowed = "collective, group, phase, launch_lat_us";
+  bool have_kind = false, have_group = false, have_phase = false, have_lat = false;
+  for (const auto& [k, v] : e) {
+    const std::string key = "calibration.call." + k;
+    if (k == "collective") { p.collective = read_enum<CollKind>(v, key); have_kind = true; }
+    else if (k == "group") { p.group = read_enum<GroupKind>(v, key); have_group = true; }
+    else if (k == "phase") { p.phase = read_enum<Phase>(v, key); have_phase = true; }
+    else if (k == "launch_lat_us") { p.launch_lat_us = read_double(v, key, 0, 1e6); have_lat = true; }
+    else throw ConfigError(v.loc, key, v.text, "unknown key", kAllowed);
+  }
+  if (!have_kind || !have_group || !have_phase || !have_lat)
+    throw ConfigError(SourceLoc{file, e.empty() ? 0 : e.begin()->second.loc.line, 0}, "calibration.call", "",
+                      "an entry lacks collective, group, phase or launch_lat_us", kAllowed);
+  return p;
+}
+
 }  // namespace
 
 Topology load_topology(const std::filesystem::path& file,
@@ -247,9 +265,21 @@ Topology load_topology(const std::filesystem::path& file,
       }
       std::sort(t.calibration.dispatch.begin(), t.calibration.dispatch.end(),
                 [](const DispatchPoint& a, const DispatchPoint& b) { return a.busy_ranks < b.busy_ranks; });
+    } else if (name == "calibration.call") {
+      for (const auto& e : entries) {
+        const CallPoint p = read_call_point(e, raw.file);
+        for (const CallPoint& q : t.calibration.calls)
+          if (q.collective == p.collective && q.group == p.group && q.phase == p.phase)
+            throw ConfigError(e.at("collective").loc, "calibration.call", std::string(enum_to_string(p.collective)) + " " +
+                              std::string(enum_to_string(p.group)) + " " + std::string(enum_to_string(p.phase)),
+                              "two [[calibration.call]] entries for the same collective, group and phase",
+                              "each (collective, group, phase) once");
+        t.calibration.calls.push_back(p);
+      }
     } else {
       throw ConfigError(SourceLoc{raw.file, 0, 0}, name, "", "unknown array of tables",
-                        "[[calibration.gemm]], [[calibration.kernel]], [[calibration.execution]], [[calibration.dispatch]]");
+                        "[[calibration.gemm]], [[calibration.kernel]], [[calibration.execution]], [[calibration.dispatch]], "
+                        "[[calibration.call]]");
     }
   }
 

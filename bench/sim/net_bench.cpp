@@ -99,13 +99,13 @@ std::vector<Op> stage_script(const Config& c, const Layout& layout, int64_t stag
   const auto dp_members = layout.members(GroupKind::dp, rep);
   auto tp_ar = [&] {
     return Op{Op::comm, 0, 0,
-              CommRequest{CollKind::all_reduce, CollectiveAlgo::automatic, GroupKind::tp,
+              CommRequest{sim::CollKind::all_reduce, CollectiveAlgo::automatic, GroupKind::tp,
                           tp_members, c.act_bytes, true}};
   };
   auto send = [&](int64_t to_stage) {
     const int64_t dst = layout.representative(to_stage);
     return Op{Op::comm, 1, 0,
-              CommRequest{CollKind::p2p, CollectiveAlgo::automatic, GroupKind::pp, {rep, dst},
+              CommRequest{sim::CollKind::p2p, CollectiveAlgo::automatic, GroupKind::pp, {rep, dst},
                           c.act_bytes / c.tp, true}};
   };
   const int64_t buckets = (c.grad_bytes + c.bucket_bytes - 1) / c.bucket_bytes;
@@ -127,7 +127,7 @@ std::vector<Op> stage_script(const Config& c, const Layout& layout, int64_t stag
       const int64_t ready = last ? buckets * (l + 1) / c.layers_per_stage : 0;
       for (; issued < ready; ++issued)
         ops.push_back(Op{Op::comm, 2, 0,
-                         CommRequest{CollKind::all_reduce, CollectiveAlgo::automatic,
+                         CommRequest{sim::CollKind::all_reduce, CollectiveAlgo::automatic,
                                      GroupKind::dp, dp_members, c.bucket_bytes, true}});
     }
     if (stage > 0) ops.push_back(send(stage - 1));

@@ -23,6 +23,7 @@
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -326,6 +327,10 @@ EngineOutput Engine::run() {
       nodes = std::max(nodes, stage_node_.back() + 1);
     }
     posted_on_node_.assign(static_cast<size_t>(nodes), {});
+  }
+  if (!topo.calibration.calls.empty()) {
+    call_lat_us_.assign(kCollKinds * static_cast<size_t>(GroupKind::kCount) * kPhases, std::nan(""));
+    for (const CallPoint& c : topo.calibration.calls) call_lat_us_[call_index(c.collective, c.group, c.phase)] = c.launch_lat_us;
   }
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;

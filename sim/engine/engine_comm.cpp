@@ -4,6 +4,7 @@
 // done; on a CPU host the wait for a call's last member (the arrival skew) and a sleeping
 // poller's wake-up (wake_us) are added here.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "ir/error.hpp"
@@ -44,14 +45,23 @@ void Engine::start_comm(uint32_t s, OpId id) {
   }
 }
 
-// The network call of collective `c` over `m` (the engine's one reusable request).
-void Engine::collective_request(const CollectiveAttrs& c, const std::vector<int64_t>& m) {
+// The network call of collective `c` (op `op`) over `m` (the engine's one reusable request),
+// with its class's calibrated fixed cost where the topology has one.
+void Engine::collective_request(const Op& op, const CollectiveAttrs& c, const std::vector<int64_t>& m) {
   req_.kind = to_sim(c.kind);
   req_.algo = CollectiveAlgo::automatic;
   req_.group = c.group;
   req_.members.assign(m.begin(), m.end());
   req_.bytes = c.bytes;
   req_.symmetric_copies = true;
+  req_.launch_lat_us = call_launch_us(op);
+}
+
+std::optional<double> Engine::call_launch_us(const Op& op) const {
+  if (call_lat_us_.empty() || !op.collective()) return std::nullopt;
+  const double us = call_lat_us_[call_index(op.collective()->kind, op.collective()->group, op.phase)];
+  if (std::isnan(us)) return std::nullopt;
+  return us;
 }
 
 void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
@@ -61,7 +71,7 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
     schedule(s, id, now_);
     return;
   }
-  collective_request(c, m);
+  collective_request(stages_[s].g->ops[id], c, m);
   const uint32_t j = new_join(1);
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
@@ -99,7 +109,7 @@ void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
     for (uint32_t i = 0; i < jn.count; ++i) schedule(parts_[jn.first + i].first, parts_[jn.first + i].second, now_);
     return;
   }
-  collective_request(c, m);
+  collective_request(stages_[s].g->ops[id], c, m);
   bind(net_.start(req_, now_), j);
   if (slow_) {
     const uint32_t first = a_first_stage;
@@ -232,7 +242,7 @@ void Engine::on_call_done(uint64_t handle) {
     // receive (bench/results/validate_cpu.md, "thirty-first session"). The thread is idle
     // meanwhile, so it stops sharing the rank's cores now.
     const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
-    const double contended_us = contend_ && stages_[ps].contended[pop] ? coll_.contended_lat_us : 0.0;
+    const double contended_us = contend_ && stages_[ps].contended[pop] ? contended_extra_us(stages_[ps].g->ops[pop]) : 0.0;
     const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop) + contended_us;
     if (later_us > 0) {
       if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
@@ -282,6 +292,15 @@ void Engine::end_on_node(uint32_t s, OpId id) {
       v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
       return;
     }
+}
+
+// A contended call costs its class's fixed cost (launch_lat_us + contended_lat_us, as the
+// calibration fitted it over the contended calls, whatever their kind and phase): what it pays
+// beyond the fixed cost it started with, its own calibrated one where it has one, at least 0.
+double Engine::contended_extra_us(const Op& op) const {
+  const std::optional<double> own = call_launch_us(op);
+  if (!own) return coll_.contended_lat_us;
+  return std::max(0.0, coll_.launch_lat_us + coll_.contended_lat_us - *own);
 }
 
 bool Engine::contended_now(uint32_t s, GroupKind g) const {

@@ -19,6 +19,15 @@
 
 namespace paralab::sim::detail {
 
+// Engine::call_lat_us_'s index of (collective kind, group kind, phase).
+inline constexpr size_t kCollKinds = 5, kPhases = 4;
+static_assert(static_cast<size_t>(paralab::CollKind::broadcast) + 1 == kCollKinds &&
+              static_cast<size_t>(Phase::optimizer) + 1 == kPhases);
+inline size_t call_index(paralab::CollKind k, GroupKind g, Phase p) {
+  return (static_cast<size_t>(k) * static_cast<size_t>(GroupKind::kCount) + static_cast<size_t>(g)) * kPhases +
+         static_cast<size_t>(p);
+}
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr uint32_t kNone = UINT32_MAX;
@@ -150,6 +159,7 @@ class Engine {
   void post_on_node(uint32_t s, OpId op);
   void end_on_node(uint32_t s, OpId op);
   [[nodiscard]] bool contended_now(uint32_t s, GroupKind g) const;
+  [[nodiscard]] double contended_extra_us(const Op& op) const;
   double arrival_skew_us(uint32_t s, OpId id);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
@@ -171,7 +181,10 @@ class Engine {
     }
     return st.members[gi];
   }
-  void collective_request(const CollectiveAttrs& c, const std::vector<int64_t>& members);
+  void collective_request(const Op& op, const CollectiveAttrs& c, const std::vector<int64_t>& members);
+  // The calibrated fixed cost of collective `op`'s kind, group and phase (Calibration::calls),
+  // if the topology has one (engine_comm.cpp).
+  [[nodiscard]] std::optional<double> call_launch_us(const Op& op) const;
   void start_collective(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_cross_stage(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
@@ -208,6 +221,9 @@ class Engine {
   };
   bool contend_ = false;
   std::vector<std::vector<Posted>> posted_on_node_;
+  // Calibration::calls, dense over (collective kind, group kind, phase): the fixed cost per
+  // call in us, NaN where the topology has none (empty: it has none at all).
+  std::vector<double> call_lat_us_;
   std::vector<int64_t> stage_node_;
   // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
   double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;

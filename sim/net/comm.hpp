@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <optional>
 #include <vector>
 
 #include "ir/layout.hpp"
@@ -33,6 +34,10 @@ struct CommRequest {
   // pp or embd group; every (cp, dp) translate of an mp group; world is one instance.
   // false: this instance alone (tests, or an engine that simulates every rank).
   bool symmetric_copies = true;
+  // This call's fixed cost in us, in place of CollectiveSpec::launch_lat_us (the engine sets it
+  // from a calibrated [[calibration.call]] point of the op's kind, group and phase); unset: the
+  // spec's.
+  std::optional<double> launch_lat_us;
 };
 
 struct CommStats {

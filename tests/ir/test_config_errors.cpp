@@ -289,6 +289,46 @@ TEST_CASE("a calibration's dispatch gaps by busy ranks load and bad ones are ref
   refused("[collectives]\npoll_yield_us = -1.0\n", "collectives.poll_yield_us", 12, "out of range");
 }
 
+// [[calibration.call]]: a collective class's own fixed cost per call (kind, group, phase in the
+// trace's spellings). A missing field, an unknown key or value, a negative cost or a class given
+// twice is refused with the entry's line and what is allowed.
+TEST_CASE("a calibration's per-class call costs load and bad ones are refused", "[ir][config]") {
+  const std::string head = kCpuTopologyHead;
+  const std::string ag = "[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = 61.5\n";
+  const paralab::Topology t =
+      load_topology_text(head + ag + "[[calibration.call]]\ncollective = \"reduce_scatter\"\ngroup = \"tp\"\nphase = \"bwd\"\nlaunch_lat_us = 140\n");
+  REQUIRE(t.calibration.calls.size() == 2);
+  CHECK(t.calibration.calls[0].collective == paralab::CollKind::all_gather);
+  CHECK(t.calibration.calls[0].group == paralab::GroupKind::tp);
+  CHECK(t.calibration.calls[0].phase == paralab::Phase::forward);
+  CHECK(t.calibration.calls[0].launch_lat_us == 61.5);
+  CHECK(t.calibration.calls[1].collective == paralab::CollKind::reduce_scatter);
+  CHECK(t.calibration.calls[1].phase == paralab::Phase::backward);
+  CHECK(t.calibration.calls[1].launch_lat_us == 140.0);
+  CHECK(load_topology_text(head).calibration.calls.empty());
+
+  const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem,
+                           const std::string& allowed) {
+    const ConfigError err = topology_error(head + entries);
+    INFO("message: " << err.what());
+    CHECK(err.key() == key);
+    CHECK(err.loc().line == line);
+    CHECK(err.problem().find(problem) != std::string::npos);
+    CHECK(err.allowed().find(allowed) != std::string::npos);
+  };
+  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nlaunch_lat_us = 3\n", "calibration.call", 12,
+          "lacks", "phase");
+  refused("[[calibration.call]]\ncollective = \"allgather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = 3\n",
+          "calibration.call.collective", 12, "unknown value", "all_gather | reduce_scatter");
+  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"forward\"\nlaunch_lat_us = 3\n",
+          "calibration.call.phase", 14, "unknown value", "fwd | bwd | recompute | optimizer");
+  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = -3\n",
+          "calibration.call.launch_lat_us", 15, "out of range", "");
+  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlat_us = 3\n",
+          "calibration.call.lat_us", 15, "unknown key", "launch_lat_us");
+  refused(ag + ag, "calibration.call", 17, "same collective, group and phase", "each (collective, group, phase) once");
+}
+
 TEST_CASE("overrides must be section.key=value", "[ir][config]") {
   expect_error(kBase, {"parallel.tensor", 0, "", "--set section.key=value", "must look like"}, {"parallel.tensor"});
 }

@@ -282,9 +282,11 @@ TEST_CASE("engine: the dispatch gap follows the node's computing ranks", "[engin
 // the same step without the extra.
 TEST_CASE("engine: a collective beside another group's spinning poller pays contended_lat_us", "[engine][cores][closed-form]") {
   constexpr double kExtra = 200.0;
-  auto duration = [&](double lead_us, double extra) {
+  // point_us >= 0: a [[calibration.call]] point for the TP forward all-reduces.
+  auto duration = [&](double lead_us, double extra, double point_us) {
     Scenario s = cpu_node(2, 2, 4, 500.0);
     s.topology.collectives.contended_lat_us = extra;
+    if (point_us >= 0) s.topology.calibration.calls = {{paralab::CollKind::all_reduce, GroupKind::tp, Phase::forward, point_us}};
     GraphBuilder b0(0), b1(1);
     const BufferId out = b0.buffer("out", 1024, DType::f32, MemCategory::activations, true);
     const BufferId in = b1.buffer("in", 1024, DType::f32, MemCategory::activations, true);
@@ -301,7 +303,16 @@ TEST_CASE("engine: a collective beside another group's spinning poller pays cont
   };
   for (double lead : {0.0, 100.0, 600.0}) {
     CAPTURE(lead);
-    const double base = duration(lead, 0.0);
-    CHECK(duration(lead, kExtra) == Approx(base + (lead < 500.0 ? kExtra : 0.0)));
+    const double base = duration(lead, 0.0, -1);
+    CHECK(duration(lead, kExtra, -1) == Approx(base + (lead < 500.0 ? kExtra : 0.0)));
+    // With a calibrated point for the all-reduce (Calibration::calls) a contended call still
+    // costs launch_lat_us + contended_lat_us in all (what the calibration fitted over the
+    // contended calls), or its point where that is more; an uncontended one its point.
+    for (const double own : {50.0, 300.0}) {
+      CAPTURE(own);
+      const double launch = cpu_node(2, 2, 4, 500.0).topology.collectives.launch_lat_us;
+      const double with_point = duration(lead, kExtra, launch + own);
+      CHECK(with_point == Approx(base + (lead < 500.0 ? std::max(own, kExtra) : own)));
+    }
   }
 }

@@ -24,7 +24,7 @@ TEST_CASE("net collectives: ring all-reduce on one NVSwitch node matches 2(n-1)/
   const Layout layout(8, 1, 1, 1, 8);
   const double N = 64 * kMiB;
   for (int64_t n : {2, 4, 8}) {
-    const auto req = request(CollKind::all_reduce, iota_ranks(0, n), static_cast<int64_t>(N),
+    const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, n), static_cast<int64_t>(N),
                              CollectiveAlgo::ring);
     const double nd = static_cast<double>(n);
     const double expected = kLaunchUs + 2 * (nd - 1) * (kStepUs + kNvlinkLatUs) +
@@ -39,7 +39,7 @@ TEST_CASE("net collectives: ring all-reduce across nodes matches its closed form
   SECTION("n = 8, one GPU per node: one channel, NIC-bound") {
     const Layout layout(8, 1, 8, 1, 8);  // dp group of rank 0: GPU 0 of nodes 0..7
     for (bool sym : {false, true}) {     // the 8 tp-rank copies use 8 different NICs
-      const auto req = request(CollKind::all_reduce, iota_ranks(0, 8, 8),
+      const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 8, 8),
                                static_cast<int64_t>(N), CollectiveAlgo::ring, GroupKind::dp, sym);
       // nodes 0-3 on leaf 0, 4-7 on leaf 1: the slowest edge crosses the spine.
       const double expected = kLaunchUs + 2 * 7 * (kStepUs + kCrossLeafLatUs) +
@@ -49,7 +49,7 @@ TEST_CASE("net collectives: ring all-reduce across nodes matches its closed form
   }
   SECTION("n = 16 on 2 nodes: 8 channels, one per NIC, bandwidth aggregates") {
     const Layout layout(16, 1, 1, 1, 8);
-    const auto req = request(CollKind::all_reduce, iota_ranks(0, 16), static_cast<int64_t>(N),
+    const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 16), static_cast<int64_t>(N),
                              CollectiveAlgo::ring);
     // Each channel's ring leaves a node through a different NIC: busbw = 8 * B_nic (NVLink
     // carries 7 of 8 channels per GPU: 240/7 > 25, not the bottleneck).
@@ -66,11 +66,11 @@ TEST_CASE("net collectives: ring all-gather and reduce-scatter and broadcast mat
   const double B = Bpus(kNvlinkGBps), a = kStepUs + kNvlinkLatUs;
   // NCCL docs / nccl-tests PERFORMANCE.md: all-gather and reduce-scatter move (n-1)/n N per
   // rank in n-1 steps; a pipelined chain broadcast moves N per edge in n-1 steps.
-  const auto ag = request(CollKind::all_gather, iota_ranks(0, 8), static_cast<int64_t>(N));
+  const auto ag = request(sim::CollKind::all_gather, iota_ranks(0, 8), static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, ag) == Approx(kLaunchUs + 7 * a + 7.0 / 8 * N / B));
-  const auto rs = request(CollKind::reduce_scatter, iota_ranks(0, 8), static_cast<int64_t>(N));
+  const auto rs = request(sim::CollKind::reduce_scatter, iota_ranks(0, 8), static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, rs) == Approx(kLaunchUs + 7 * a + 7.0 / 8 * N / B));
-  const auto bc = request(CollKind::broadcast, {3, 0, 1, 2, 4, 5, 6, 7}, static_cast<int64_t>(N));
+  const auto bc = request(sim::CollKind::broadcast, {3, 0, 1, 2, 4, 5, 6, 7}, static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, bc) == Approx(kLaunchUs + 7 * a + N / B));
 }
 
@@ -79,7 +79,7 @@ TEST_CASE("net collectives: send/recv and all-to-all match their closed forms", 
   const Layout layout(8, 1, 2, 1, 8);
   const double N = 16 * kMiB;
   // One transfer: launch + step + path latency + N / B_path (B_path = the NIC here).
-  const auto p2p = request(CollKind::p2p, {0, 8}, static_cast<int64_t>(N));
+  const auto p2p = request(sim::CollKind::p2p, {0, 8}, static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, p2p) ==
         Approx(kLaunchUs + kStepUs + kSameLeafLatUs + N / Bpus(kNicGBps)));
   // A transfer's own launch cost (CollectiveSpec::p2p_launch_lat_us) replaces launch_lat_us for
@@ -89,7 +89,7 @@ TEST_CASE("net collectives: send/recv and all-to-all match their closed forms", 
   CHECK(simulate_one(own, layout, p2p) == Approx(40.0 + kStepUs + kSameLeafLatUs + N / Bpus(kNicGBps)));
   // All-to-all over 16 GPUs on 2 nodes: every GPU sends N/16 to each of 8 remote peers
   // through its own NIC (8/16 N at B_nic) and to 7 local peers over NVLink (faster).
-  const auto a2a = request(CollKind::all_to_all, iota_ranks(0, 16), static_cast<int64_t>(N));
+  const auto a2a = request(sim::CollKind::all_to_all, iota_ranks(0, 16), static_cast<int64_t>(N));
   CHECK(simulate_one(t, layout, a2a) ==
         Approx(kLaunchUs + kStepUs + kSameLeafLatUs + 8.0 / 16 * N / Bpus(kNicGBps)));
   CHECK(simulate_one(own, layout, a2a) == Approx(simulate_one(t, layout, a2a)));
@@ -102,7 +102,7 @@ TEST_CASE("net collectives: hierarchical all-reduce matches its closed form", "[
   const Layout layout(8, 1, 4, 1, 8);
   const double N = 128 * kMiB;
   const double g = 8, m = 4;
-  const auto req = request(CollKind::all_reduce, iota_ranks(0, 32), static_cast<int64_t>(N),
+  const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 32), static_cast<int64_t>(N),
                            CollectiveAlgo::hierarchical);
   const double intra = (g - 1) * (kStepUs + kNvlinkLatUs) + (g - 1) / g * N / Bpus(kNvlinkGBps);
   const double inter = 2 * (m - 1) * (kStepUs + kSameLeafLatUs) +
@@ -119,7 +119,7 @@ TEST_CASE("net collectives: tree all-reduce is 2N/B + 2 log2(nodes) alpha and wi
   const Layout layout(8, 1, 32, 1, 8);
   const auto members = iota_ranks(0, 32, 8);  // GPU 0 of 32 nodes
   auto at = [&](double bytes, CollectiveAlgo algo) {
-    return request(CollKind::all_reduce, members, static_cast<int64_t>(bytes), algo,
+    return request(sim::CollKind::all_reduce, members, static_cast<int64_t>(bytes), algo,
                    GroupKind::dp);
   };
   const double small = 64 * 1024.0, large = 1024 * kMiB;
@@ -143,7 +143,7 @@ TEST_CASE("net collectives: tree all-reduce is 2N/B + 2 log2(nodes) alpha and wi
   CHECK(simulate_one(t, layout, at(small, CollectiveAlgo::automatic)) == tree_small);
   CHECK(simulate_one(t, layout, at(large, CollectiveAlgo::automatic)) == ring_large);
   // One node: always the ring (NCCL's rings inside a node).
-  CHECK(net.algorithm(request(CollKind::all_reduce, iota_ranks(0, 8), 1024)) == "ring");
+  CHECK(net.algorithm(request(sim::CollKind::all_reduce, iota_ranks(0, 8), 1024)) == "ring");
   // CollectiveSpec::tree_max_bytes overrides the model's crossover.
   Topology t2 = t;
   t2.collectives.tree_max_bytes = 1e12;
@@ -155,11 +155,11 @@ TEST_CASE("net collectives: forced algorithm from the scenario key with NCCL's f
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
   const Layout layout(8, 1, 4, 1, 8);
   NetworkModel net(t, layout, CollectiveAlgo::tree);
-  const auto ar = request(CollKind::all_reduce, iota_ranks(0, 4, 8), 1 << 30);
+  const auto ar = request(sim::CollKind::all_reduce, iota_ranks(0, 4, 8), 1 << 30);
   CHECK(net.algorithm(ar) == "tree");
   // Tree exists only for all-reduce (as in NCCL): other kinds fall back to their default.
-  CHECK(net.algorithm(request(CollKind::all_gather, iota_ranks(0, 4, 8), 1024)) == "ring");
-  CHECK(net.algorithm(request(CollKind::all_to_all, iota_ranks(0, 4, 8), 1024)) == "direct");
+  CHECK(net.algorithm(request(sim::CollKind::all_gather, iota_ranks(0, 4, 8), 1024)) == "ring");
+  CHECK(net.algorithm(request(sim::CollKind::all_to_all, iota_ranks(0, 4, 8), 1024)) == "direct");
   // A per-call algorithm beats the model's setting.
   auto ring = ar;
   ring.algo = CollectiveAlgo::ring;
@@ -189,13 +189,13 @@ TEST_CASE("net collectives: degenerate groups and NICs shared by two GPUs", "[ne
     // One member: nothing moves, the call costs its launch latency.
     const Topology t = make_topology(NetworkKind::none);
     const Layout layout(8, 1, 1, 1, 8);
-    CHECK(simulate_one(t, layout, request(CollKind::all_reduce, {5}, 1 << 20)) == kLaunchUs);
+    CHECK(simulate_one(t, layout, request(sim::CollKind::all_reduce, {5}, 1 << 20)) == kLaunchUs);
   }
   {
     // 4 NICs per 8 GPUs: 4 channels, one per NIC; each NIC carries one channel out and one in.
     const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 4);
     const Layout layout(16, 1, 1, 1, 8);
-    const auto req = request(CollKind::all_reduce, iota_ranks(0, 16), static_cast<int64_t>(N),
+    const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 16), static_cast<int64_t>(N),
                              CollectiveAlgo::ring);
     const double expected = kLaunchUs + 2 * 15 * (kStepUs + kSameLeafLatUs) +
                             2.0 * 15 / 16 * N / (4 * Bpus(kNicGBps));
@@ -208,7 +208,7 @@ TEST_CASE("net collectives: degenerate groups and NICs shared by two GPUs", "[ne
     t.node.intra = IntraFabric::shm;
     t.node.intra_link = LinkSpec{4.0, 1.0, 1.0};
     const Layout layout(4, 1, 1, 1, 4);
-    const auto req = request(CollKind::all_reduce, iota_ranks(0, 4), 1 << 20);
+    const auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 4), 1 << 20);
     CHECK(simulate_one(t, layout, req) ==
           Approx(kLaunchUs + 6 * (kStepUs + 1.0) + 1.5 * (1 << 20) / Bpus(4.0)));
   }

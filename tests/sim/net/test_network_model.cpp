@@ -20,8 +20,8 @@ TEST_CASE("net model: two transfers through one NIC each get half", "[net]") {
   NetworkModel net(t, layout);
   const double N = 8 * kMiB;
   const double lat = kLaunchUs + kStepUs + 2 * kPcieLatUs + 2 * kNicLatUs;
-  const uint64_t a = net.start(request(CollKind::p2p, {0, 8}, static_cast<int64_t>(N)), 0.0);
-  const uint64_t b = net.start(request(CollKind::p2p, {1, 9}, static_cast<int64_t>(N)), 0.0);
+  const uint64_t a = net.start(request(sim::CollKind::p2p, {0, 8}, static_cast<int64_t>(N)), 0.0);
+  const uint64_t b = net.start(request(sim::CollKind::p2p, {1, 9}, static_cast<int64_t>(N)), 0.0);
   const auto done = run_to_idle(net);
   CHECK(done[a] == Approx(lat + N / (Bpus(kNicGBps) / 2)));
   CHECK(done[b] == done[a]);
@@ -34,8 +34,8 @@ TEST_CASE("net model: a call finishing early releases bandwidth (exact times)", 
   const double B = Bpus(kNicGBps);
   const double lat = kLaunchUs + kStepUs + 2 * kPcieLatUs + 2 * kNicLatUs;
   const double small = 1 * kMiB, big = 3 * kMiB;
-  const uint64_t a = net.start(request(CollKind::p2p, {0, 8}, static_cast<int64_t>(small)), 0);
-  const uint64_t b = net.start(request(CollKind::p2p, {1, 9}, static_cast<int64_t>(big)), 0);
+  const uint64_t a = net.start(request(sim::CollKind::p2p, {0, 8}, static_cast<int64_t>(small)), 0);
+  const uint64_t b = net.start(request(sim::CollKind::p2p, {1, 9}, static_cast<int64_t>(big)), 0);
   const auto done = run_to_idle(net);
   // Both at B/2 until the small one ends (2*small/B); then the big one alone at B.
   CHECK(done[a] == Approx(lat + 2 * small / B).epsilon(1e-12));
@@ -46,11 +46,11 @@ TEST_CASE("net model: transfers on disjoint links do not slow each other", "[net
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);  // 8 NICs per node
   const Layout layout(8, 1, 2, 1, 8);
   const double N = 8 * kMiB;
-  const auto alone = simulate_one(t, layout, request(CollKind::p2p, {0, 8}, (int64_t)N));
+  const auto alone = simulate_one(t, layout, request(sim::CollKind::p2p, {0, 8}, (int64_t)N));
   NetworkModel net(t, layout);
-  const uint64_t a = net.start(request(CollKind::p2p, {0, 8}, (int64_t)N), 0);
-  net.start(request(CollKind::p2p, {1, 9}, (int64_t)N), 0);                    // other NIC
-  net.start(request(CollKind::all_reduce, iota_ranks(2, 4), (int64_t)N), 0);  // NVLink only
+  const uint64_t a = net.start(request(sim::CollKind::p2p, {0, 8}, (int64_t)N), 0);
+  net.start(request(sim::CollKind::p2p, {1, 9}, (int64_t)N), 0);                    // other NIC
+  net.start(request(sim::CollKind::all_reduce, iota_ranks(2, 4), (int64_t)N), 0);  // NVLink only
   CHECK(run_to_idle(net)[a] == alone);
 }
 
@@ -64,7 +64,7 @@ TEST_CASE("net model: a 2:1 oversubscribed fat tree halves cross-leaf bandwidth"
     REQUIRE(net.graph().shape().down_ports == 16);
     std::vector<uint64_t> h;
     for (int64_t r = 0; r < 16; ++r)
-      h.push_back(net.start(request(CollKind::p2p, {r, r + 16}, (int64_t)N), 0));
+      h.push_back(net.start(request(sim::CollKind::p2p, {r, r + 16}, (int64_t)N), 0));
     const auto done = run_to_idle(net);
     double last = 0;
     for (uint64_t x : h) last = std::max(last, done[x]);
@@ -79,7 +79,7 @@ TEST_CASE("net model: a 2:1 oversubscribed fat tree halves cross-leaf bandwidth"
 
 TEST_CASE("net model: rail-optimized data-parallel rings never touch the spine", "[net]") {
   const Layout layout(8, 1, 4, 1, 8);
-  const auto req = request(CollKind::all_reduce, iota_ranks(3, 4, 8), 64 << 20,
+  const auto req = request(sim::CollKind::all_reduce, iota_ranks(3, 4, 8), 64 << 20,
                            CollectiveAlgo::ring, GroupKind::dp, true);
   auto fabric_bytes = [&](NetworkKind kind) {
     NetworkModel net(make_topology(kind, 2, 8, 1.0), layout);  // 4 nodes per leaf / rail
@@ -99,7 +99,7 @@ TEST_CASE("net model: symmetric copies sharing leaf uplinks slow the representat
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 20, 4.0);
   const Layout layout(8, 1, 4, 1, 8);
   const double N = 256 * kMiB;
-  auto req = request(CollKind::all_reduce, iota_ranks(0, 4, 8), (int64_t)N, CollectiveAlgo::ring,
+  auto req = request(sim::CollKind::all_reduce, iota_ranks(0, 4, 8), (int64_t)N, CollectiveAlgo::ring,
                      GroupKind::dp, false);
   NetworkModel probe(t, layout);
   REQUIRE(probe.graph().shape().up_ports == 4);
@@ -122,7 +122,7 @@ TEST_CASE("net model: pipeline send/recv and embedding copies are every (tp cp d
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0, 8, 1);
   const Layout layout(8, 1, 1, 2, 8);
   const double N = 4 * kMiB;
-  auto req = request(CollKind::p2p, {0, 8}, (int64_t)N, CollectiveAlgo::automatic, GroupKind::pp,
+  auto req = request(sim::CollKind::p2p, {0, 8}, (int64_t)N, CollectiveAlgo::automatic, GroupKind::pp,
                      true);
   const double lat = kLaunchUs + kStepUs + 2 * kPcieLatUs + 2 * kNicLatUs;
   CHECK(simulate_one(t, layout, req) == Approx(lat + N / (Bpus(kNicGBps) / 8)));
@@ -130,7 +130,7 @@ TEST_CASE("net model: pipeline send/recv and embedding copies are every (tp cp d
   CHECK(net.isolated_time_us(req) == Approx(lat + N / (Bpus(kNicGBps) / 8)));
   // The tied-embedding group {first stage, last stage} repeats the same way: an all-reduce
   // of 2 ranks (ring: 2(n-1)/n N = N per edge) whose 8 copies share each node's NIC.
-  const auto embd = request(CollKind::all_reduce, {0, 8}, (int64_t)N, CollectiveAlgo::ring,
+  const auto embd = request(sim::CollKind::all_reduce, {0, 8}, (int64_t)N, CollectiveAlgo::ring,
                             GroupKind::embd, true);
   CHECK(simulate_one(t, layout, embd) ==
         Approx(kLaunchUs + 2 * (kStepUs + 2 * kPcieLatUs + 2 * kNicLatUs) +
@@ -148,15 +148,15 @@ TEST_CASE("net model: the same sequence gives bit-identical times", "[net]") {
     for (int i = 0; i < 40; ++i) {
       const int64_t stage = i % 2;
       const int64_t base = stage * 32;
-      net.start(request(CollKind::all_reduce, iota_ranks(base, 8), 1 << (14 + i % 8),
+      net.start(request(sim::CollKind::all_reduce, iota_ranks(base, 8), 1 << (14 + i % 8),
                         CollectiveAlgo::automatic, GroupKind::tp, true),
                 now);
       if (i % 3 == 0)
-        net.start(request(CollKind::all_reduce, iota_ranks(base + i % 8, 4, 8), 25 << 20,
+        net.start(request(sim::CollKind::all_reduce, iota_ranks(base + i % 8, 4, 8), 25 << 20,
                           CollectiveAlgo::automatic, GroupKind::dp, true),
                   now);
       if (i % 4 == 1)
-        net.start(request(CollKind::p2p, {i % 8, 32 + i % 8}, 8 << 20, CollectiveAlgo::automatic,
+        net.start(request(sim::CollKind::p2p, {i % 8, 32 + i % 8}, 8 << 20, CollectiveAlgo::automatic,
                           GroupKind::pp, true),
                   now);
       now += 37.5;
@@ -186,9 +186,9 @@ TEST_CASE("net model: starting after the next completion reports it on the next 
   const Topology t = make_topology(NetworkKind::none);
   const Layout layout(8, 1, 1, 1, 8);
   NetworkModel net(t, layout);
-  const uint64_t a = net.start(request(CollKind::all_reduce, iota_ranks(0, 8), 1024), 0.0);
+  const uint64_t a = net.start(request(sim::CollKind::all_reduce, iota_ranks(0, 8), 1024), 0.0);
   const double ta = net.next_completion_us();
-  const uint64_t b = net.start(request(CollKind::all_reduce, iota_ranks(0, 8), 1024), 1e6);
+  const uint64_t b = net.start(request(sim::CollKind::all_reduce, iota_ranks(0, 8), 1024), 1e6);
   CHECK(net.next_completion_us() == 1e6);  // a finished meanwhile: reported now
   std::vector<uint64_t> fin;
   net.advance(1e6, fin);
@@ -207,18 +207,18 @@ TEST_CASE("net model: a host-side reduction adds (n-1)/n x bytes / reduce_gbps t
   Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
   const Layout layout(8, 1, 2, 1, 8);
   const double N = 4 * kMiB;
-  auto time_of = [&](CollKind k) {
+  auto time_of = [&](sim::CollKind k) {
     NetworkModel net(t, layout);
     return net.isolated_time_us(request(k, iota_ranks(0, 4), static_cast<int64_t>(N)));
   };
-  const double ag0 = time_of(CollKind::all_gather), rs0 = time_of(CollKind::reduce_scatter), ar0 = time_of(CollKind::all_reduce);
+  const double ag0 = time_of(sim::CollKind::all_gather), rs0 = time_of(sim::CollKind::reduce_scatter), ar0 = time_of(sim::CollKind::all_reduce);
   t.collectives.reduce_gbps = 2.0;
   const double extra = 3.0 / 4.0 * N / Bpus(2.0);
-  CHECK(time_of(CollKind::all_gather) == ag0);
-  CHECK(time_of(CollKind::reduce_scatter) == Approx(rs0 + extra));
-  CHECK(time_of(CollKind::all_reduce) == Approx(ar0 + extra));
+  CHECK(time_of(sim::CollKind::all_gather) == ag0);
+  CHECK(time_of(sim::CollKind::reduce_scatter) == Approx(rs0 + extra));
+  CHECK(time_of(sim::CollKind::all_reduce) == Approx(ar0 + extra));
   // The event-driven call pays the same.
   NetworkModel net(t, layout);
-  const uint64_t h = net.start(request(CollKind::reduce_scatter, iota_ranks(0, 4), static_cast<int64_t>(N)), 0.0);
+  const uint64_t h = net.start(request(sim::CollKind::reduce_scatter, iota_ranks(0, 4), static_cast<int64_t>(N)), 0.0);
   CHECK(run_to_idle(net)[h] == Approx(rs0 + extra));
 }
