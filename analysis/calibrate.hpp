@@ -136,6 +136,17 @@ struct CalibrationResult {
   double wake_us = 0;
   size_t in_situ_awake_calls = 0, in_situ_asleep_calls = 0;
   double comm_in_situ_extra_all_us = 0;  // the median over all calls (for the file's comment)
+  // Per class of collective (kind, group kind, phase: CommSample::call_class) with at least 20
+  // awake calls not contended, their own per-call cost beyond the fit (the weighted median of
+  // their extras beyond the bytes' slow-down, at least 0): the calibrated topology's
+  // [[calibration.call]] points (launch_us + extra_us). The other collectives keep
+  // comm_in_situ_extra_us; wake_us is taken beyond each call's own cost.
+  struct CallCost {
+    CallClass cls;
+    double extra_us = 0;
+    size_t calls = 0;
+  };
+  std::vector<CallCost> call_costs;
   // CollectiveSpec::call_tail_us: per in-situ execution, its calls' mean time beyond their
   // predicted time (the fit and the per-call costs above), the median over the executions
   // (at least 0), and how many executions gave it (0: not measured).

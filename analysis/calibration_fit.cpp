@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -180,6 +181,7 @@ void fit_all(CalibrationResult& r) {
       std::vector<double> extra_us;
       double fit_us = 0, bytes_us = 0;
       size_t cls = 0;  // kCollective, kTransfer or kContended
+      std::optional<CallClass> call_class;
     };
     // A collective contended: another group's or stage's poller on its node still spun when
     // its last member arrived (CommSample::contended_since_us); its executions so found are a
@@ -196,21 +198,27 @@ void fit_all(CalibrationResult& r) {
       k.fit_us = fit_us;
       k.bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
       k.cls = transfer ? kTransfer : contended ? kContended : kCollective;
+      k.call_class = c.call_class;
     }
     // Per call: y its time beyond the fit, x the fit's bytes part of it (AlphaBetaFit::bytes_us),
     // w 1 / its time (the per-op comparison scores relative errors), its class.
+    // Each point's collective class (CommSample::call_class), alongside.
     std::vector<LadPoint> awake, asleep;
+    std::vector<std::optional<CallClass>> awake_class, asleep_class;
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
       // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
       (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.cls});
+      (std::get<0>(id) ? asleep_class : awake_class).push_back(k.call_class);
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     std::vector<LadPoint> all = awake;
     all.insert(all.end(), asleep.begin(), asleep.end());
     if (!split) {
       awake = all;
+      awake_class.insert(awake_class.end(), asleep_class.begin(), asleep_class.end());
       asleep.clear();
+      asleep_class.clear();
     }
     r.in_situ_awake_calls = awake.size();
     r.in_situ_asleep_calls = asleep.size();
@@ -260,7 +268,48 @@ void fit_all(CalibrationResult& r) {
     r.comm_in_situ_extra_us = std::max(0.0, split_fit.offset[0]);
     r.p2p_in_situ_extra_us = r.p2p_extra_own ? std::max(0.0, split_fit.offset[kTransfer]) : r.comm_in_situ_extra_us;
     r.contended_in_situ_extra_us = r.contended_extra_own ? std::max(0.0, split_fit.offset[kContended]) : r.comm_in_situ_extra_us;
-    r.wake_us = split ? std::max(0.0, extras(asleep) - pooled) : 0.0;
+
+    // Per class of collective (kind, group kind, phase), its own per-call cost where at least
+    // kMinWakeCalls awake calls of it were seen, not contended (a contended call keeps its
+    // class's, whatever its kind): with the slope fixed, each class's LAD offset is the
+    // weighted median of its calls' extras beyond it, as the split's offsets are. On a CPU host
+    // what a call costs follows what came before it: quickstart's backward reduce-scatters come
+    // after a GEMM of milliseconds, their forward all-gathers after a layer norm, and one cost
+    // for both set each 20-40 % off; per (kind, phase) costs took its op MAPE from 14.0-19.2 %
+    // to 8.8-12.1 % in-sample (bench/results/validate_cpu.md, "thirty-ninth session").
+    r.call_costs.clear();
+    {
+      std::map<CallClass, std::vector<std::pair<double, double>>> by_class;
+      for (size_t i = 0; i < pts.size(); ++i)
+        if (pts[i].cls == kCollective && awake_class[i]) by_class[*awake_class[i]].push_back({pts[i].y - c * pts[i].x, pts[i].w});
+      for (auto& [cls, v] : by_class)
+        if (v.size() >= kMinWakeCalls) {
+          const size_t n = v.size();
+          r.call_costs.push_back({cls, std::max(0.0, weighted_median(std::move(v))), n});
+        }
+    }
+    // A collective's own per-call cost beyond the fit: its class's where it has one, else the
+    // pooled collectives'. nullopt for a call without one (contended, a transfer).
+    auto class_extra = [&r](const std::optional<CallClass>& cls) -> std::optional<double> {
+      if (!cls) return std::nullopt;
+      for (const CalibrationResult::CallCost& k : r.call_costs)
+        if (k.cls == *cls) return k.extra_us;
+      return std::nullopt;
+    };
+    // The wake time: what the asleep calls took beyond the awake ones (their weighted median),
+    // each beyond its own class's cost where it has one (the simulator adds wake_us to that).
+    if (split) {
+      std::vector<std::pair<double, double>> beyond;
+      for (size_t i = 0; i < asleep.size(); ++i) {
+        const LadPoint& p = asleep[i];
+        const bool collective = p.cls == kCollective || (p.cls == kContended && !r.contended_extra_own);
+        const std::optional<double> own = collective ? class_extra(asleep_class[i]) : std::nullopt;
+        beyond.push_back({p.y - c * p.x - own.value_or(pooled), p.w});
+      }
+      r.wake_us = std::max(0.0, weighted_median(std::move(beyond)));
+    } else {
+      r.wake_us = 0.0;
+    }
 
     // The calls' tail (CollectiveSpec::call_tail_us): per execution, its calls' mean time beyond
     // what the simulator will predict for each (the fit, its class's per-call cost, the bytes'
@@ -274,7 +323,9 @@ void fit_all(CalibrationResult& r) {
       const bool transfer = cs.pattern == CommPattern::send_recv;
       const bool contended = !transfer && r.contended_extra_own && spin_us > 0 && cs.contended_since_us >= 0 &&
                              cs.contended_since_us < spin_us;
-      const double per_call = transfer ? r.p2p_in_situ_extra_us : contended ? r.contended_in_situ_extra_us : r.comm_in_situ_extra_us;
+      const double per_call = transfer    ? r.p2p_in_situ_extra_us
+                              : contended ? r.contended_in_situ_extra_us
+                                          : class_extra(cs.call_class).value_or(r.comm_in_situ_extra_us);
       const double predicted = fit_us + per_call + c * r.comm_fit.bytes_us(cs.pattern, cs.group, cs.bytes) + (slept ? r.wake_us : 0.0);
       auto& [sum, n] = by_execution[cs.execution];
       sum += cs.time_us - predicted;

@@ -395,6 +395,19 @@ std::string topology_toml(const CalibrationResult& r) {
                   (long long)p.busy_ranks, g.size(), quantile(g, 0.5), (long long)p.busy_ranks, fnum(p.dispatch_us).c_str());
     o += buf;
   }
+  // The collectives' per-call cost by kind, group and phase (fit_all, CalibrationResult::call_costs).
+  for (size_t i = 0; i < t.calibration.calls.size() && i < r.call_costs.size(); ++i) {
+    const CallPoint& p = t.calibration.calls[i];
+    const CalibrationResult::CallCost& k = r.call_costs[i];
+    std::snprintf(buf, sizeof buf,
+                  "[[calibration.call]]  # in situ: %zu executed calls (weighted median %.3g us beyond the fit and the "
+                  "bytes' slow-down; other collectives %.3g us)\ncollective = \"%s\"\ngroup = \"%s\"\nphase = \"%s\"\n"
+                  "launch_lat_us = %s\n\n",
+                  k.calls, k.extra_us, r.comm_in_situ_extra_us, std::string(enum_to_string(p.collective)).c_str(),
+                  std::string(enum_to_string(p.group)).c_str(), std::string(enum_to_string(p.phase)).c_str(),
+                  fnum(p.launch_lat_us).c_str());
+    o += buf;
+  }
   // Points: medians over every rank and pass; the comment gives the spread and the origin.
   for (const OpSamples& s : r.compute) {
     const double med = s.median_us();

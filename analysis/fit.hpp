@@ -19,9 +19,12 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "ir/dtype.hpp"
+#include "ir/step_graph.hpp"
 
 namespace paralab::calib {
 
@@ -85,6 +88,10 @@ StreamFit fit_streaming(const std::vector<StreamSample>& samples);
 enum class CommPattern : uint8_t { all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, send_recv };
 std::string_view to_string(CommPattern p);
 
+// A collective's (kind, group kind, phase): what a calibrated per-call cost is per
+// (ir/topology.hpp, CallPoint).
+using CallClass = std::tuple<CollKind, GroupKind, Phase>;
+
 struct CommSample {
   CommPattern pattern = CommPattern::all_reduce;
   int64_t group = 2;   // members
@@ -106,6 +113,9 @@ struct CommSample {
   double contended_since_us = -1;
   // In situ: which of the calibration's executions the call is from (-1: none).
   int64_t execution = -1;
+  // In situ, a collective: its kind, group kind and phase, the class of its own per-call cost
+  // (Calibration::calls); unset for transfers and the sweep's calls.
+  std::optional<CallClass> call_class;
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

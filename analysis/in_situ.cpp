@@ -311,6 +311,7 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
       c.pattern = pattern_of(col->kind);
       c.group = members;
       c.bytes = static_cast<double>(col->bytes);
+      c.call_class = CallClass{col->kind, col->group, op.phase};
     } else if (op.kind == OpKind::send) {
       // Its end is the acknowledgement's arrival; the transfer itself is timed by its receive.
       if (partner[i] != SIZE_MAX) {
