@@ -274,9 +274,11 @@ void fit_all(CalibrationResult& r) {
     // class's, whatever its kind): with the slope fixed, each class's LAD offset is the
     // weighted median of its calls' extras beyond it, as the split's offsets are. On a CPU host
     // what a call costs follows what came before it: quickstart's backward reduce-scatters come
-    // after a GEMM of milliseconds, their forward all-gathers after a layer norm, and one cost
-    // for both set each 20-40 % off; per (kind, phase) costs took its op MAPE from 14.0-19.2 %
-    // to 8.8-12.1 % in-sample (bench/results/validate_cpu.md, "thirty-ninth session").
+    // after a GEMM of milliseconds, their forward all-gathers after a layer norm; per (kind,
+    // phase) costs took its op MAPE from 14.0-19.2 % to 8.8-12.1 % in-sample ("thirty-ninth
+    // session"), and fitted here from the calibration's executions 1.5-2.4 points lower than
+    // one cost for all against the same references (bench/results/validate_cpu.md, "fortieth
+    // session").
     r.call_costs.clear();
     {
       std::map<CallClass, std::vector<std::pair<double, double>>> by_class;
@@ -316,19 +318,19 @@ void fit_all(CalibrationResult& r) {
     // slow-down, wake_us for a sleeper), the median over the executions, at least 0. The
     // per-call costs are weighted medians; the step pays the mean (as compute_tail, above).
     std::map<int64_t, std::pair<double, size_t>> by_execution;  // execution -> (residuals' sum, calls)
-    for (const CommSample& cs : r.in_situ.comm) {
-      if (cs.execution < 0) continue;
-      const double fit_us = r.comm_fit.predict_us(cs.pattern, cs.group, cs.bytes);
-      const bool slept = split && spin_us > 0 && (r.drift.use() ? cs.spread_us : cs.waited_us) + fit_us > spin_us;
-      const bool transfer = cs.pattern == CommPattern::send_recv;
-      const bool contended = !transfer && r.contended_extra_own && spin_us > 0 && cs.contended_since_us >= 0 &&
-                             cs.contended_since_us < spin_us;
-      const double per_call = transfer    ? r.p2p_in_situ_extra_us
-                              : contended ? r.contended_in_situ_extra_us
-                                          : class_extra(cs.call_class).value_or(r.comm_in_situ_extra_us);
-      const double predicted = fit_us + per_call + c * r.comm_fit.bytes_us(cs.pattern, cs.group, cs.bytes) + (slept ? r.wake_us : 0.0);
-      auto& [sum, n] = by_execution[cs.execution];
-      sum += cs.time_us - predicted;
+    for (const CommSample& call : r.in_situ.comm) {
+      if (call.execution < 0) continue;
+      const double fit_us = r.comm_fit.predict_us(call.pattern, call.group, call.bytes);
+      const bool slept = split && spin_us > 0 && (r.drift.use() ? call.spread_us : call.waited_us) + fit_us > spin_us;
+      const bool transfer = call.pattern == CommPattern::send_recv;
+      const bool is_contended = !transfer && r.contended_extra_own && spin_us > 0 && call.contended_since_us >= 0 &&
+                                call.contended_since_us < spin_us;
+      const double per_call = transfer       ? r.p2p_in_situ_extra_us
+                              : is_contended ? r.contended_in_situ_extra_us
+                                             : class_extra(call.call_class).value_or(r.comm_in_situ_extra_us);
+      const double predicted = fit_us + per_call + c * r.comm_fit.bytes_us(call.pattern, call.group, call.bytes) + (slept ? r.wake_us : 0.0);
+      auto& [sum, n] = by_execution[call.execution];
+      sum += call.time_us - predicted;
       ++n;
     }
     std::vector<double> means;

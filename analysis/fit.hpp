@@ -115,7 +115,7 @@ struct CommSample {
   int64_t execution = -1;
   // In situ, a collective: its kind, group kind and phase, the class of its own per-call cost
   // (Calibration::calls); unset for transfers and the sweep's calls.
-  std::optional<CallClass> call_class;
+  std::optional<CallClass> call_class = std::nullopt;
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

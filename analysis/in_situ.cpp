@@ -276,15 +276,15 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     const GroupKind g = op.collective() ? op.collective()->group : op.p2p()->group;
     flights.push_back({ir.layout.node_of(t.rank), ir.layout.stage_of(t.rank), g, t.start_us, t.end_us});
   }
-  // The latest post before `at` among the calls of another group kind or stage on `rank`'s
-  // node still in flight at `at`: `at` minus it (us), or -1 for none. A post at `at` itself
+  // The latest post before `at_us` among the calls of another group kind or stage on `rank`'s
+  // node still in flight at `at_us`: `at_us` minus it (us), or -1 for none. A post at `at_us` itself
   // counts, as in the simulator (sim/engine/engine_comm.cpp, contended_now).
-  auto contended_since = [&](int64_t rank, GroupKind g, double at) {
+  auto contended_since = [&](int64_t rank, GroupKind g, double at_us) {
     const int64_t node = ir.layout.node_of(rank), stage = ir.layout.stage_of(rank);
     double since = -1;
     for (const Flight& f : flights)
-      if (f.node == node && (f.group != g || f.stage != stage) && f.post_us <= at && at < f.end_us)
-        since = since < 0 ? at - f.post_us : std::min(since, at - f.post_us);
+      if (f.node == node && (f.group != g || f.stage != stage) && f.post_us <= at_us && at_us < f.end_us)
+        since = since < 0 ? at_us - f.post_us : std::min(since, at_us - f.post_us);
     return since;
   };
   StepResult aligned = measured;

@@ -247,8 +247,9 @@ struct DispatchPoint {
 // alpha-beta fit, per call. On a CPU host a call's cost depends on what came before it: on
 // quickstart the backward reduce-scatters follow a GEMM of milliseconds (their members arrive
 // far apart, one poller sleeps, the buffers are cold) and the forward all-gathers a layer norm;
-// one cost for all put each class 20-40 % off, and per class the TP calls' share of its op
-// MAPE fell by a third in-sample (bench/results/validate_cpu.md, "thirty-ninth session").
+// one cost for all predicted its 1 MB calls 39-45 % short in a pass where no call was predicted
+// asleep ("thirty-ninth session"), and with a cost per class its op MAPE was 1.5-2.4 points
+// lower against the same references (bench/results/validate_cpu.md, "fortieth session").
 // Measured by `paralab calibrate` in a real execution, for the classes with enough calls; a
 // contended call keeps CollectiveSpec::contended_lat_us's cost (docs/calibration.md, "Per-class
 // call costs").

@@ -37,7 +37,7 @@ struct CommRequest {
   // This call's fixed cost in us, in place of CollectiveSpec::launch_lat_us (the engine sets it
   // from a calibrated [[calibration.call]] point of the op's kind, group and phase); unset: the
   // spec's.
-  std::optional<double> launch_lat_us;
+  std::optional<double> launch_lat_us = std::nullopt;
 };
 
 struct CommStats {
