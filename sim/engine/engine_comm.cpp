@@ -45,9 +45,10 @@ void Engine::start_comm(uint32_t s, OpId id) {
   }
 }
 
-// The network call of collective `c` (op `op`) over `m` (the engine's one reusable request),
-// with its class's calibrated fixed cost where the topology has one.
-void Engine::collective_request(const Op& op, const CollectiveAttrs& c, const std::vector<int64_t>& m) {
+// The network call of collective op `op` over `m` (the engine's one reusable request), with
+// its class's calibrated fixed cost where the topology has one.
+void Engine::collective_request(const Op& op, const std::vector<int64_t>& m) {
+  const CollectiveAttrs& c = *op.collective();
   req_.kind = to_sim(c.kind);
   req_.algo = CollectiveAlgo::automatic;
   req_.group = c.group;
@@ -71,7 +72,7 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
     schedule(s, id, now_);
     return;
   }
-  collective_request(stages_[s].g->ops[id], c, m);
+  collective_request(stages_[s].g->ops[id], m);
   const uint32_t j = new_join(1);
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
@@ -109,7 +110,7 @@ void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
     for (uint32_t i = 0; i < jn.count; ++i) schedule(parts_[jn.first + i].first, parts_[jn.first + i].second, now_);
     return;
   }
-  collective_request(stages_[s].g->ops[id], c, m);
+  collective_request(stages_[s].g->ops[id], m);
   bind(net_.start(req_, now_), j);
   if (slow_) {
     const uint32_t first = a_first_stage;

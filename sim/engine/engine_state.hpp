@@ -181,7 +181,7 @@ class Engine {
     }
     return st.members[gi];
   }
-  void collective_request(const Op& op, const CollectiveAttrs& c, const std::vector<int64_t>& members);
+  void collective_request(const Op& op, const std::vector<int64_t>& members);
   // The calibrated fixed cost of collective `op`'s kind, group and phase (Calibration::calls),
   // if the topology has one (engine_comm.cpp).
   [[nodiscard]] std::optional<double> call_launch_us(const Op& op) const;
