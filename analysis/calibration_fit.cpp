@@ -249,11 +249,13 @@ void fit_all(CalibrationResult& r) {
     // call it stays 0 and the per-call cost says it all. A per-call cost is not negative: a
     // call costs no less than the sweep's fit says.
     constexpr double kMaxSlowdown = 20.0;
+    // The class whose per-call cost a call takes: contended calls and transfers without enough
+    // of their kind take the collectives' (one per-call cost for them all).
+    auto fitted_class = [&r](size_t cls) {
+      return (cls == kContended && !r.contended_extra_own) || (cls == kTransfer && !r.p2p_extra_own) ? kCollective : cls;
+    };
     std::vector<LadPoint> pts = awake;
-    for (LadPoint& p : pts) {
-      if (p.cls == kContended && !r.contended_extra_own) p.cls = kCollective;
-      if (p.cls == kTransfer && !r.p2p_extra_own) p.cls = kCollective;  // one per-call cost for both kinds
-    }
+    for (LadPoint& p : pts) p.cls = fitted_class(p.cls);
     const OffsetSlopeFit split_fit = fit_offsets_slope(pts, kClasses, kMaxSlowdown, 0.0);
     r.comm_in_situ_bytes_slowdown = split_fit.slope;
     const double c = split_fit.slope;
@@ -304,8 +306,8 @@ void fit_all(CalibrationResult& r) {
       std::vector<std::pair<double, double>> beyond;
       for (size_t i = 0; i < asleep.size(); ++i) {
         const LadPoint& p = asleep[i];
-        const bool collective = p.cls == kCollective || (p.cls == kContended && !r.contended_extra_own);
-        const std::optional<double> own = collective ? class_extra(asleep_class[i]) : std::nullopt;
+        // (A transfer has no class: class_extra gives it none.)
+        const std::optional<double> own = fitted_class(p.cls) == kCollective ? class_extra(asleep_class[i]) : std::nullopt;
         beyond.push_back({p.y - c * p.x - own.value_or(pooled), p.w});
       }
       r.wake_us = std::max(0.0, weighted_median(std::move(beyond)));
