@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # paralab — every check that needs a GPU, in one command (docs/cuda_backend.md):
 #   [gpu] tests of kernels/ and of the cuda backend, a single-GPU `paralab execute --backend cuda`
-#   of scenarios/gpu-1.toml (summary, trace, simulation and compare), the quickstart on one GPU
-#   with --verify, `paralab validate --backend cuda` of the single-GPU scenarios (issue #7's 5 %
+#   of scenarios/gpu-1.toml (summary, trace, simulation and compare), short copies of gpu-1 and
+#   gpu-1-llama and the quickstart on one GPU with --verify, `paralab validate --backend cuda` of the single-GPU scenarios (issue #7's 5 %
 #   bar; it calibrates the GPU first), the kernels' bandwidth bench (vs device copy, goal >= 70 %),
 #   the backend's GEMM bench (vs cuBLAS alone, goal >= 95 %) and compute-sanitizer last (slowest).
 # Every check runs under `timeout ${CHECK_TIMEOUT:-300}`, so one hang costs one check, not the lease;
@@ -127,7 +127,7 @@ cp "$RESULTS/execute_gpu1.log" "$RESULTS/gpu-1.execute.json" 2>/dev/null
 check compare_gpu1 "$PARALAB" compare "$RESULTS/gpu-1.predicted.json" "$RESULTS/gpu-1.measured.json"
 # 3. Issue #7 on one GPU: validate (calibrate this GPU, simulate, execute, compare) the single-GPU
 #    scenarios; the step error bar is 5 %. Calibrations are cached under $RESULTS/cache.
-for sc in ${VALIDATE_SCENARIOS:-gpu-1 cpu-1rank-fp16}; do
+for sc in ${VALIDATE_SCENARIOS:-gpu-1 gpu-1-llama cpu-1rank-fp16}; do
   check "validate_$sc" env PARALAB_CACHE_DIR="$RESULTS/cache" "$PARALAB" validate "scenarios/$sc.toml" --backend cuda \
     --json --report "$RESULTS/validate_$sc.html"
   cp "$RESULTS/validate_$sc.log" "$RESULTS/validate_$sc.json" 2>/dev/null
@@ -136,6 +136,11 @@ done
 #    and the quickstart on one GPU.
 check execute_gpu1_verify_short "$PARALAB" execute scenarios/gpu-1.toml --backend cuda --verify --set model.num_layers=2 \
   --set training.global_batch_size=4 --set model.seq_length=512
+# The Llama copy keeps every op family of gpu-1-llama (RMSNorm, SwiGLU, RoPE, grouped-query
+# flash attention, tied embeddings, full recompute) with a 32,000-token vocabulary, so the CPU
+# references of its logits stay within the check's time.
+check execute_llama_verify_short "$PARALAB" execute scenarios/gpu-1-llama.toml --backend cuda --verify \
+  --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512 --set model.vocab_size=32000
 check execute_quickstart_verify "$PARALAB" execute scenarios/quickstart.toml --backend cuda --verify \
   --set parallel.tensor=1 --set cluster.devices_per_node=1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')

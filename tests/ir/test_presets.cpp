@@ -55,12 +55,14 @@ TEST_CASE("GPT-3 175B in Megatron's configuration has 174.6B parameters", "[ir][
 }
 
 TEST_CASE("Llama presets have their published parameter counts", "[ir][presets]") {
-  // Touvron et al. 2023 (Llama 2) and the Llama 3 paper: 6.74B, 13.0B, 69.0B, 8.03B, 70.6B, 405.9B.
+  // Touvron et al. 2023 (Llama 2) and the Llama 3 paper: 6.74B, 13.0B, 69.0B, 8.03B, 70.6B, 405.9B;
+  // Llama 3.2 1B's released checkpoint holds 1,235,814,400 parameters (tied embeddings).
   struct Case {
     const char* preset;
     double billions;
   } cases[] = {{"llama2-7b", 6.74}, {"llama2-13b", 13.02}, {"llama2-70b", 68.98},
-               {"llama3-8b", 8.03}, {"llama3-70b", 70.55}, {"llama3-405b", 405.85}};
+               {"llama3-8b", 8.03}, {"llama3-70b", 70.55}, {"llama3-405b", 405.85},
+               {"llama3.2-1b", 1.2358}};
   for (const auto& c : cases) {
     INFO(c.preset);
     // tensor = 1 so Megatron's vocabulary padding (to 128 * tp) does not add rows.
