@@ -250,6 +250,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   constexpr size_t kPerPass = 4;  // instances of a key timed per pass (all of them in small graphs)
   for (const Job& job : jobs) {
     Replayer rp(*job.ir, job.rank, opts.backend);
+    if (!res.gpu) res.gpu = rp.device_identity();
     if (res.compute_cpu_time) rp.use_thread_cpu_time();
     const StepGraph& g = rp.graph();
     std::map<OpKey, std::vector<OpId>> inst;
@@ -304,6 +305,7 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     const exec::RankPlan plan = exec::plan_rank(cir, rank, false);
     std::unique_ptr<exec::Backend> be = exec::make_backend(opts.backend, cir, rank);
     be->setup(plan, world);
+    if (!res.gpu) res.gpu = be->device_identity();
     const std::vector<exec::GroupComm*> comms = be->comms();
     auto find = [&](int64_t n) -> exec::GroupComm* {
       const std::string label = n == 2 && tensor == 2 ? "tp/base" : "world/base";

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ struct CalibrationResult {
   std::string started_utc;
   double wall_s = 0;
   HostInfo host;
+  // The device measured where it is not the host (a GPU): rank 0's. The calibrated topology
+  // describes it (calibration_topology.cpp), whatever device the base topology names.
+  std::optional<exec::DeviceIdentity> gpu;
   std::string paralab_version;
 
   // More ranks than the host's cores (CPU backend): replayed compute ops were timed by thread CPU

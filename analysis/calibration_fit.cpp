@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/calibrate.hpp"
+#include "analysis/calibration_device_fit.hpp"
 #include "analysis/lad_fit.hpp"
 #include "exec/comm.hpp"
 #include "ir/enum_names.hpp"
@@ -43,30 +44,26 @@ void fit_all(CalibrationResult& r) {
   r.stream_by_kind.clear();
   for (const auto& [k, v] : by_kind) r.stream_by_kind[k] = fit_streaming(v);
 
-  // Fused attention: t - t_launch = executed FLOPs / (P(math) * efficiency).
-  const Topology& b = r.base;
-  const double peak = [&] {
-    auto it = r.gemm.find(MathMode::f32);
-    double p = b.device.peak(MathMode::f32);
-    if (b.device.kind == DeviceKind::cpu && r.host.theoretical_fp32_tflops_per_core > 0) p = r.host.theoretical_fp32_tflops_per_core;
-    if (it != r.gemm.end()) p = std::max(p, it->second.flop_per_us * 1e-6 / 0.99);
-    return p;
-  }();
+  // Fused attention: t - t_launch = executed FLOPs / (P(math) * efficiency), P the described
+  // device's peak of the attention's math (the simulator's, sim/compute/compute_attention.cpp):
+  // regressed on x = executed FLOPs / P(math), the slope is 1 / efficiency. On a CPU the bf16/f16
+  // "peaks" are their measured GEMM rates over the efficiency (detail::device_fit).
+  const detail::DeviceFit dev = detail::device_fit(r);
   for (OpKind kind : {OpKind::attention_fwd, OpKind::attention_bwd}) {
     std::vector<std::vector<double>> X;
     std::vector<double> y;
     for (const OpSamples& s : r.compute) {
       if (s.key.kind != kind) continue;
       const double t = s.median_us() - std::max(0.0, r.stream.latency_us);
-      if (t > 0 && s.exec_flops > 0) {
-        X.push_back({s.exec_flops});
+      const double peak_flop_per_us = dev.at(s.key.math) * 1e6;
+      if (t > 0 && s.exec_flops > 0 && peak_flop_per_us > 0) {
+        X.push_back({s.exec_flops / peak_flop_per_us});
         y.push_back(t);
       }
     }
     if (X.empty()) continue;
     const LinearFit f = relative_least_squares(X, y, true);
-    // c = 1 / (P * eff) in us per FLOP; P in FLOP/us. Attention computes in fp32 on the CPU.
-    const double eff = f.coef[0] > 0 ? 1.0 / (f.coef[0] * peak * 1e6) : 0.0;
+    const double eff = f.coef[0] > 0 ? 1.0 / f.coef[0] : 0.0;
     (kind == OpKind::attention_fwd ? r.flash_fwd_efficiency : r.flash_bwd_efficiency) = std::clamp(eff, 1e-4, 1.0);
   }
 

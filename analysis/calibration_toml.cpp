@@ -18,6 +18,8 @@
 namespace paralab::calib {
 
 using detail::DeviceFit;
+using detail::PeakSource;
+using detail::describes_host;
 using detail::device_fit;
 
 namespace {
@@ -63,7 +65,7 @@ std::string topology_toml(const CalibrationResult& r) {
     }
     line(s);
   };
-  const bool cpu = d.kind == DeviceKind::cpu;
+  const bool cpu = describes_host(r);
   line("# " + t.name + ": written by `paralab calibrate --backend " + r.backend + "` (docs/calibration.md).");
   line("# Measured " + r.started_utc + " on " + h.hostname + " (" + h.cpu_model + ", " + std::to_string(h.cores) +
        " logical CPUs, " + h.cpu_flags_summary + ") by " + std::to_string(r.ranks) +
@@ -91,7 +93,13 @@ std::string topology_toml(const CalibrationResult& r) {
   line("[device]");
   kv("kind", fstr(std::string(to_string(d.kind))));
   kv("name", fstr(d.name));
-  kv("sm_count", fint(d.sm_count), cpu ? "one core per rank" : "from the base topology");
+  const exec::DeviceIdentity* gpu_id = r.gpu ? &*r.gpu : nullptr;
+  std::string gpu_note;  // what the driver reported, for the GPU's own figures
+  if (gpu_id) {
+    std::snprintf(buf, sizeof buf, "this GPU (sm_%d, %.0f MHz)", gpu_id->compute_capability(), gpu_id->sm_clock_mhz);
+    gpu_note = buf;
+  }
+  kv("sm_count", fint(d.sm_count), cpu ? "one core per rank" : gpu_id ? gpu_note : "from the base topology");
   const DeviceFit f = device_fit(r);
   std::string gemm_note;
   if (auto it = r.gemm.find(MathMode::f32); it != r.gemm.end()) {
@@ -101,7 +109,7 @@ std::string topology_toml(const CalibrationResult& r) {
   if (cpu) {
     std::snprintf(buf, sizeof buf, "%.0f MHz x 2 FMA units x %s lanes x 2 FLOP (/proc/cpuinfo)%s", h.cpu_mhz,
                   h.cpu_flags_summary.rfind("avx512", 0) == 0 ? "16" : h.cpu_flags_summary.rfind("avx2", 0) == 0 ? "8" : "4",
-                  f.peak_fp32 > h.theoretical_fp32_tflops_per_core * 1.0001 ? ", raised to the measured rate / 0.99" : "");
+                  f.raised ? ", raised to the measured rate / 0.99" : "");
     kv("peak_fp32_tflops", fnum(d.peak(MathMode::f32)), buf);
     kv("peak_tf32_tflops", fnum(d.peak(MathMode::tf32)), "no TF32 on CPUs: computed in fp32");
     kv("peak_bf16_tflops", fnum(d.peak(MathMode::bf16)),
@@ -111,15 +119,30 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("peak_fp8_tflops", fnum(0), "not supported on the CPU backend");
     kv("memory_gib", fnum(d.memory_gib), "MemTotal / ranks");
   } else {
-    kv("peak_fp32_tflops", fnum(d.peak(MathMode::f32)), "from the base topology");
-    kv("peak_tf32_tflops", fnum(d.peak(MathMode::tf32)), "from the base topology");
-    kv("peak_bf16_tflops", fnum(d.peak(MathMode::bf16)), "from the base topology");
-    kv("peak_fp16_tflops", fnum(d.peak(MathMode::f16)), "from the base topology");
-    kv("peak_fp8_tflops", fnum(d.peak(MathMode::fp8)), "from the base topology");
-    kv("memory_gib", fnum(d.memory_gib), "from the base topology");
+    std::string why;
+    switch (f.source) {
+      case PeakSource::device:
+        std::snprintf(buf, sizeof buf, "%lld SMs x %.0f MHz x sm_%d's FLOP/clock (exec/device_identity.cpp)",
+                      (long long)gpu_id->sm_count, gpu_id->sm_clock_mhz, gpu_id->compute_capability());
+        why = buf;
+        break;
+      case PeakSource::measured: why = "measured GEMM rate / efficiency (architecture not in exec/device_identity.cpp)"; break;
+      default: why = "from the base topology";
+    }
+    if (f.source == PeakSource::base && gpu_id && gpu_id->name != r.base.device.name)
+      why += " ('" + r.base.device.name + "', measured on " + gpu_id->name + ")";
+    kv("peak_fp32_tflops", fnum(d.peak(MathMode::f32)), f.raised ? "raised to the measured fp32 GEMM rate / 0.99" : why);
+    kv("peak_tf32_tflops", fnum(d.peak(MathMode::tf32)), why);
+    kv("peak_bf16_tflops", fnum(d.peak(MathMode::bf16)), why);
+    kv("peak_fp16_tflops", fnum(d.peak(MathMode::f16)), why);
+    kv("peak_fp8_tflops", fnum(d.peak(MathMode::fp8)), why);
+    kv("memory_gib", fnum(d.memory_gib), gpu_id && gpu_id->memory_gib > 0 ? "this GPU's memory (totalGlobalMem)" : "from the base topology");
   }
-  kv("mem_bw_gbps", fnum(d.mem_bw_gbps), r.copy_gbps > 0 ? "measured: 64 MiB memcpy, every rank at once (read + write)" : "from the base topology");
-  kv("l2_mib", fnum(d.l2_mib), cpu ? "/sys/devices/system/cpu/cpu0/cache/index2" : "from the base topology");
+  kv("mem_bw_gbps", fnum(d.mem_bw_gbps),
+     r.copy_gbps > 0                   ? "measured: 64 MiB memcpy, every rank at once (read + write)"
+     : gpu_id && gpu_id->mem_bw_gbps > 0         ? "this GPU's theoretical: 2 x memory clock x bus width"
+                                       : "from the base topology");
+  kv("l2_mib", fnum(d.l2_mib), cpu ? "/sys/devices/system/cpu/cpu0/cache/index2" : gpu_id && gpu_id->l2_mib > 0 ? "this GPU's" : "from the base topology");
   if (r.stream.fit.samples > 0) {
     std::snprintf(buf, sizeof buf, "fitted intercept of t = t0 + bytes/BW over %lld kernel shapes (rms error %.0f%%)",
                   (long long)r.stream.fit.samples, 100 * r.stream.fit.rms_rel_error);
@@ -173,7 +196,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("mem_efficiency", fnum(d.mem_efficiency), "from the base topology");
   }
   kv("flash_fwd_efficiency", fnum(d.flash_fwd_efficiency),
-     r.flash_fwd_efficiency > 0 ? "fitted: executed FLOPs / (fp32 peak x (t - t0)) over the attention_fwd points" : "from the base topology");
+     r.flash_fwd_efficiency > 0 ? "fitted: executed FLOPs / (peak of its math x (t - t0)) over the attention_fwd points" : "from the base topology");
   kv("flash_bwd_efficiency", fnum(d.flash_bwd_efficiency),
      r.flash_bwd_efficiency > 0 ? "fitted likewise over the attention_bwd points" : "from the base topology");
   line("");

@@ -13,28 +13,47 @@ namespace paralab::calib {
 
 namespace detail {
 
+bool describes_host(const CalibrationResult& r) { return !r.gpu && r.base.device.kind == DeviceKind::cpu; }
+
 DeviceFit device_fit(const CalibrationResult& r) {
   DeviceFit d;
   const DeviceSpec& b = r.base.device;
-  d.peak_fp32 = b.peak(MathMode::f32);
-  if (b.kind == DeviceKind::cpu && r.host.theoretical_fp32_tflops_per_core > 0) d.peak_fp32 = r.host.theoretical_fp32_tflops_per_core;
+  d.peak = b.peak_tflops;
   d.gemm_eff = b.gemm_max_efficiency;
-  d.peak_bf16 = b.peak(MathMode::bf16);
-  d.peak_f16 = b.peak(MathMode::f16);
+  if (describes_host(r)) {
+    d.source = PeakSource::host;
+    if (r.host.theoretical_fp32_tflops_per_core > 0) d.peak[math_index(MathMode::f32)] = r.host.theoretical_fp32_tflops_per_core;
+  } else if (r.gpu && b.kind == DeviceKind::cpu) {
+    // A CPU host's scenario executed on a GPU: the base's peaks are the host's, not the GPU's.
+    d.source = r.gpu->peak_tflops(MathMode::f32) > 0 ? PeakSource::device : PeakSource::measured;
+    for (MathMode m : {MathMode::f32, MathMode::tf32, MathMode::bf16, MathMode::f16, MathMode::fp8})
+      d.peak[math_index(m)] = d.source == PeakSource::device ? r.gpu->peak_tflops(m) : 0.0;
+  }
+  const bool from_rates = d.source == PeakSource::host || d.source == PeakSource::measured;
   auto f32 = r.gemm.find(MathMode::f32);
   if (f32 != r.gemm.end() && f32->second.flop_per_us > 0) {
     const double rate = f32->second.flop_per_us * 1e-6;  // TFLOP/s
-    if (rate / d.peak_fp32 > 0.99) d.peak_fp32 = rate / 0.99;  // faster than the nominal clock (turbo)
-    d.gemm_eff = rate / d.peak_fp32;
-    if (b.kind == DeviceKind::cpu) {
-      // bf16/f16 storage is converted and multiplied in fp32: their "peak" is what makes
-      // P(math) x efficiency the measured rate.
-      d.peak_bf16 = d.peak_f16 = d.peak_fp32;
+    double& p32 = d.peak[math_index(MathMode::f32)];
+    if (p32 <= 0 || rate / p32 > 0.99) {  // faster than the nominal clock (turbo), or no nominal peak
+      d.raised = p32 > 0;
+      p32 = rate / 0.99;
+    }
+    d.gemm_eff = rate / p32;
+    if (from_rates) {
+      // bf16/f16 storage is converted and multiplied in fp32 on a CPU: their "peak" is what
+      // makes P(math) x efficiency the measured rate (on an unknown GPU, likewise its tensor
+      // cores' measured rates). tf32 as fp32, fp8 unknown (0: unsupported).
+      const double p = p32;
+      double& pb = d.peak[math_index(MathMode::bf16)];
+      double& ph = d.peak[math_index(MathMode::f16)];
+      pb = ph = p;
+      d.peak[math_index(MathMode::tf32)] = p;
+      d.peak[math_index(MathMode::fp8)] = 0;
       for (MathMode m : {MathMode::bf16, MathMode::f16}) {
         auto it = r.gemm.find(m);
         if (it == r.gemm.end() || it->second.flop_per_us <= 0) continue;
-        (m == MathMode::bf16 ? d.peak_bf16 : d.peak_f16) = it->second.flop_per_us * 1e-6 / d.gemm_eff;
-        if (m == MathMode::bf16 && r.gemm.find(MathMode::f16) == r.gemm.end()) d.peak_f16 = d.peak_bf16;
+        (m == MathMode::bf16 ? pb : ph) = it->second.flop_per_us * 1e-6 / d.gemm_eff;
+        if (m == MathMode::bf16 && r.gemm.find(MathMode::f16) == r.gemm.end()) ph = pb;
       }
     }
   }
@@ -45,6 +64,7 @@ DeviceFit device_fit(const CalibrationResult& r) {
 
 using detail::DeviceFit;
 using detail::device_fit;
+using detail::describes_host;
 
 Topology calibrated_topology(const CalibrationResult& r) {
   Topology t = r.base;
@@ -52,16 +72,21 @@ Topology calibrated_topology(const CalibrationResult& r) {
   t.description = "calibrated by paralab calibrate on " + r.host.hostname + " (" + r.started_utc + ")";
   DeviceSpec& d = t.device;
   const DeviceFit f = device_fit(r);
-  d.peak_tflops[math_index(MathMode::f32)] = f.peak_fp32;
+  d.peak_tflops = f.peak;
   d.gemm_max_efficiency = std::clamp(f.gemm_eff, 1e-4, 1.0);
-  if (d.kind == DeviceKind::cpu) {
+  if (describes_host(r)) {
     d.name = r.host.cpu_model.empty() ? d.name : r.host.cpu_model;
-    d.peak_tflops[math_index(MathMode::tf32)] = f.peak_fp32;
-    d.peak_tflops[math_index(MathMode::bf16)] = f.peak_bf16;
-    d.peak_tflops[math_index(MathMode::f16)] = f.peak_f16;
-    d.peak_tflops[math_index(MathMode::fp8)] = 0;
     if (r.host.mem_total_gib > 0) d.memory_gib = std::floor(100.0 * r.host.mem_total_gib / std::max(1, r.ranks)) / 100.0;
     if (r.host.l2_mib > 0) d.l2_mib = r.host.l2_mib;
+  } else if (r.gpu) {
+    // The GPU measured, whatever the base names (an H200 under dgx-h100, a GPU under cpu-host).
+    const exec::DeviceIdentity& g = *r.gpu;
+    d.kind = DeviceKind::gpu;
+    if (!g.name.empty()) d.name = g.name;
+    if (g.sm_count > 0) d.sm_count = g.sm_count;
+    if (g.memory_gib > 0) d.memory_gib = std::floor(100.0 * g.memory_gib) / 100.0;
+    if (g.l2_mib > 0) d.l2_mib = g.l2_mib;
+    if (g.mem_bw_gbps > 0) d.mem_bw_gbps = g.mem_bw_gbps;
   }
   if (r.stream.fit.samples > 0) {
     d.launch_overhead_us = std::max(0.0, r.stream.latency_us);
@@ -71,7 +96,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (r.flash_fwd_efficiency > 0) d.flash_fwd_efficiency = r.flash_fwd_efficiency;
   if (r.flash_bwd_efficiency > 0) d.flash_bwd_efficiency = r.flash_bwd_efficiency;
   t.node.devices_per_node = std::max<int64_t>(t.node.devices_per_node, r.ranks);
-  if (d.kind == DeviceKind::cpu) {
+  if (describes_host(r)) {
     t.node.cores = r.host.cores;
     t.collectives.poll_spin_us = exec::kPollSpinUs;
     // Under core turns the executor's poller hands its turn to a waiting thread every 32 tests

@@ -35,6 +35,9 @@ OpKey op_key(const Op& op) {
     k.math = g->math;
   } else {
     k.bytes = static_cast<int64_t>(std::llround(op.bytes));
+    // Fused attention runs on the tensor cores of its math: its efficiency is fitted per math
+    // (calibration_fit.cpp), so keys of the same bytes in two maths stay apart.
+    if (const AttentionAttrs* a = op.attention()) k.math = a->math;
   }
   return k;
 }
@@ -138,6 +141,7 @@ Replayer::Replayer(const StepIR& ir, int64_t rank, const std::string& backend)
     : impl_(std::make_unique<Impl>(ir, rank, backend)) {}
 Replayer::~Replayer() = default;
 const StepGraph& Replayer::graph() const { return impl_->g; }
+std::optional<exec::DeviceIdentity> Replayer::device_identity() const { return impl_->backend->device_identity(); }
 
 namespace {
 // The calling thread's CPU time in microseconds (POSIX clock_gettime, CLOCK_THREAD_CPUTIME_ID).

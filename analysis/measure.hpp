@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ namespace paralab::calib {
 struct OpKey {
   OpKind kind = OpKind::gemm;
   int64_t m = 0, n = 0, k = 0, batch = 0;  // GEMMs
-  MathMode math = MathMode::f32;           // GEMMs
+  MathMode math = MathMode::f32;           // GEMMs and fused attention
   int64_t bytes = 0;                       // other kinds: round(op.bytes)
   auto operator<=>(const OpKey&) const = default;
   [[nodiscard]] std::string str() const;   // "gemm 512x768x512 b1 f32", "layernorm_fwd 1048576 B"
@@ -72,6 +73,8 @@ class Replayer {
   // calibration.md, "Shared cores"). The CPU backend only (it runs ops on the calling thread).
   void use_thread_cpu_time();
   [[nodiscard]] const StepGraph& graph() const;
+  // The device the backend runs on where it is not the host (Backend::device_identity).
+  [[nodiscard]] std::optional<exec::DeviceIdentity> device_identity() const;
 
  private:
   struct Impl;

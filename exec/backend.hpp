@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "exec/comm.hpp"
+#include "exec/device_identity.hpp"
 #include "exec/plan.hpp"
 #include "results/step_result.hpp"
 
@@ -95,6 +97,10 @@ class Backend {
   // Device measurements reported per rank beside the IR's memory accounting (e.g. allocator
   // high-water marks); names are JSON keys.
   [[nodiscard]] virtual std::map<std::string, double> device_stats() const { return {}; }
+  // The device this backend runs on, where it is not the host (GPUs: name, SMs, clock,
+  // memory); known after setup(). The CPU backend has none: the host describes itself
+  // (analysis/host_info.hpp).
+  [[nodiscard]] virtual std::optional<DeviceIdentity> device_identity() const { return std::nullopt; }
 };
 
 }  // namespace paralab::exec

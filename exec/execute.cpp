@@ -245,6 +245,11 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   out.core_turns = core_turns;
   out.core_turns_batch = core_turns_batch;
   out.doorbells = world.doorbells();
+  out.device = backend->device_identity();
+  // A CPU host's scenario run on a GPU: its topology's peak is the host's, not the device's.
+  const MathMode math = gemm_math(ir.scenario.training.precision);
+  const double device_peak =
+      out.device && ir.scenario.topology.device.kind == DeviceKind::cpu ? out.device->peak_tflops(math) : 0.0;
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   // The measured steps share everything but their ops; the last is the result.
@@ -253,6 +258,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     StepResult sk = r;
     sk.ops = std::move(step_ops[k]);
     finalize(sk, ir);
+    if (device_peak > 0) sk.mfu = sk.model_tflops_per_gpu / device_peak;
     sk.wall_s = wall_s;
     if (opts.keep_steps) out.steps.push_back(sk);
     if (k + 1 == step_ops.size()) r = std::move(sk);
@@ -273,6 +279,13 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["core_turns"] = out.core_turns;
   j["core_turns_batch"] = out.core_turns_batch;
   j["doorbells"] = out.doorbells;
+  if (out.device) {
+    const DeviceIdentity& d = *out.device;
+    j["gpu"] = {{"name", d.name},         {"compute_capability", d.compute_capability()},
+                {"sm_count", d.sm_count}, {"sm_clock_mhz", d.sm_clock_mhz},
+                {"memory_gib", d.memory_gib}, {"mem_bw_gbps", d.mem_bw_gbps},
+                {"l2_mib", d.l2_mib}};
+  }
   for (auto& rj : j["ranks"]) {
     for (const RankReport& rr : out.ranks) {
       if (rr.rank != rj["rank"].get<int64_t>()) continue;

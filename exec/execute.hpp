@@ -5,11 +5,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "exec/comm.hpp"
+#include "exec/device_identity.hpp"
 #include "exec/runtime.hpp"
 #include "exec/verify.hpp"
 #include "results/step_result.hpp"
@@ -62,6 +64,9 @@ struct ExecuteOutcome {
   int core_turns = 0;         // rank 0's host: core turns its ranks took (exec/core_turns.hpp), 0: none
   bool core_turns_batch = false;  // rank 0's threads took them under SCHED_BATCH (use_batch_scheduling)
   bool doorbells = false;     // the ranks of a host woke each other's sleeping pollers (exec/doorbells.hpp)
+  // Rank 0's device where it is not the host (Backend::device_identity). Where the scenario's
+  // topology is a CPU host's, the measured MFU is against this device's peak.
+  std::optional<DeviceIdentity> device;
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

@@ -81,6 +81,7 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   void collect_loss(double& sum, int64_t& tokens) override;
   [[nodiscard]] std::map<std::string, double> device_stats() const override;
+  [[nodiscard]] std::optional<DeviceIdentity> device_identity() const override;
 
  private:
   // The stream of the calling thread: a worker's IR stream, else the host stream.

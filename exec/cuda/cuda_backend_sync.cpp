@@ -109,6 +109,24 @@ void CudaBackend::collect_loss(double& sum, int64_t& tokens) {
   tokens += loss_tokens_.load();
 }
 
+std::optional<DeviceIdentity> CudaBackend::device_identity() const {
+  DeviceIdentity d;
+  d.name = prop_.name;
+  d.cc_major = prop_.major;
+  d.cc_minor = prop_.minor;
+  d.sm_count = prop_.multiProcessorCount;
+  d.memory_gib = static_cast<double>(prop_.totalGlobalMem) / kGiB;
+  d.l2_mib = static_cast<double>(prop_.l2CacheSize) / (1024.0 * 1024.0);
+  // CUDA 13 keeps the clocks as attributes only (kHz). Memory: double data rate, bus in bits.
+  int sm_khz = 0, mem_khz = 0, bus_bits = 0;
+  PARALAB_CU(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, device_));
+  PARALAB_CU(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device_));
+  PARALAB_CU(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_));
+  d.sm_clock_mhz = sm_khz * 1e-3;
+  d.mem_bw_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) * 1e-9;
+  return d;
+}
+
 std::map<std::string, double> CudaBackend::device_stats() const {
   std::map<std::string, double> m;
   m["device"] = device_;
