@@ -34,6 +34,10 @@ double architecture_flop_per_clock(int cc, MathMode m) {
   }
 }
 
+double measured_mfu_peak_tflops(const std::optional<DeviceIdentity>& device, DeviceKind topology_kind, MathMode math) {
+  return device && topology_kind == DeviceKind::cpu ? device->peak_tflops(math) : 0.0;
+}
+
 double DeviceIdentity::peak_tflops(MathMode m) const {
   return static_cast<double>(sm_count) * sm_clock_mhz * 1e6 * architecture_flop_per_clock(compute_capability(), m) * 1e-12;
 }

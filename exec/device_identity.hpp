@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ir/dtype.hpp"
+#include "ir/topology.hpp"
 
 namespace paralab::exec {
 
@@ -28,6 +30,11 @@ struct DeviceIdentity {
   // quotes tensor peaks at a lower clock (H100 SXM: 1,070 against 989.4 bf16 TFLOP/s).
   [[nodiscard]] double peak_tflops(MathMode m) const;
 };
+
+// The peak a measured MFU divides by where it is not the scenario topology's own: the device's
+// dense peak of `math` when a CPU host's topology (`topology_kind` cpu) ran on this GPU, else 0
+// (the topology's peak stands: a GPU topology names the datasheet the user chose).
+double measured_mfu_peak_tflops(const std::optional<DeviceIdentity>& device, DeviceKind topology_kind, MathMode math);
 
 // Dense FLOP per SM per clock of one math mode on compute capability cc (major * 10 + minor);
 // 0 where unknown. Tensor cores for tf32/bf16/f16/fp8, CUDA cores for fp32. Sources in the .cpp.

@@ -247,9 +247,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   out.doorbells = world.doorbells();
   out.device = backend->device_identity();
   // A CPU host's scenario run on a GPU: its topology's peak is the host's, not the device's.
-  const MathMode math = gemm_math(ir.scenario.training.precision);
-  const double device_peak =
-      out.device && ir.scenario.topology.device.kind == DeviceKind::cpu ? out.device->peak_tflops(math) : 0.0;
+  const double device_peak = measured_mfu_peak_tflops(out.device, ir.scenario.topology.device.kind,
+                                                      gemm_math(ir.scenario.training.precision));
   out.loss = loss_tokens > 0 ? loss_sum / static_cast<double>(loss_tokens) : 0.0;
   for (size_t i = 0; i < first.size(); ++i) out.step_times_s.push_back(last[i] > first[i] ? (last[i] - first[i]) * 1e-6 : 0.0);
   // The measured steps share everything but their ops; the last is the result.

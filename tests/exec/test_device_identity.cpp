@@ -3,6 +3,8 @@
 // at, and an architecture not in the table has no peak rather than a guessed one.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "exec/device_identity.hpp"
 
 using namespace paralab;
@@ -49,4 +51,12 @@ TEST_CASE("an architecture not in the table has no peak", "[exec][device]") {
     CHECK(gpu(6, 0, 56, 1480).peak_tflops(m) == 0);
   }
   CHECK(gpu(9, 0, 132, 1980).compute_capability() == 90);
+}
+
+TEST_CASE("a measured MFU divides by the GPU's peak only where the topology is a CPU host's", "[exec][device]") {
+  const std::optional<DeviceIdentity> h200 = gpu(9, 0, 132, 1980);
+  CHECK(exec::measured_mfu_peak_tflops(h200, DeviceKind::cpu, MathMode::f16) == Approx(1070.5).epsilon(1e-4));
+  CHECK(exec::measured_mfu_peak_tflops(h200, DeviceKind::cpu, MathMode::f32) == Approx(66.9).epsilon(1e-3));
+  CHECK(exec::measured_mfu_peak_tflops(h200, DeviceKind::gpu, MathMode::bf16) == 0);  // dgx-h100's 989.4 stands
+  CHECK(exec::measured_mfu_peak_tflops(std::nullopt, DeviceKind::cpu, MathMode::f32) == 0);  // the CPU backend
 }
