@@ -139,9 +139,9 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("memory_gib", fnum(d.memory_gib), gpu_id && gpu_id->memory_gib > 0 ? "this GPU's memory (totalGlobalMem)" : "from the base topology");
   }
   kv("mem_bw_gbps", fnum(d.mem_bw_gbps),
-     r.copy_gbps > 0                   ? "measured: 64 MiB memcpy, every rank at once (read + write)"
-     : gpu_id && gpu_id->mem_bw_gbps > 0         ? "this GPU's theoretical: 2 x memory clock x bus width"
-                                       : "from the base topology");
+     r.copy_gbps > 0                     ? "measured: 64 MiB memcpy, every rank at once (read + write)"
+     : gpu_id && gpu_id->mem_bw_gbps > 0 ? "this GPU's theoretical: 2 x memory clock x bus width"
+                                         : "from the base topology");
   kv("l2_mib", fnum(d.l2_mib), cpu ? "/sys/devices/system/cpu/cpu0/cache/index2" : gpu_id && gpu_id->l2_mib > 0 ? "this GPU's" : "from the base topology");
   if (r.stream.fit.samples > 0) {
     std::snprintf(buf, sizeof buf, "fitted intercept of t = t0 + bytes/BW over %lld kernel shapes (rms error %.0f%%)",

@@ -8,8 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "ir/dtype.hpp"
-#include "ir/topology.hpp"
+#include "ir/topology.hpp"  // MathMode, DeviceKind
 
 namespace paralab::exec {
 
