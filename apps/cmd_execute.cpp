@@ -147,6 +147,20 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
   std::printf("ops        %lld executed, wall %.2f s\n", (long long)r.events, r.wall_s);
 }
 
+// precision = fp8 where linear GEMMs ran in bf16 instead (exec/cuda/ops_gemm.cpp): the measured
+// step is then not an FP8 step, and nobody should read it as one. On stderr, so --json stays JSON.
+void warn_fp8_fallbacks(const exec::ExecuteOutcome& out) {
+  for (const auto& rr : out.ranks) {
+    auto get = [&](const char* k) { auto it = rr.device.find(k); return it == rr.device.end() ? 0.0 : it->second; };
+    if (get("fp8_fallback_gemms") <= 0) continue;
+    std::fprintf(stderr,
+                 "warning: rank %lld: %.0f FP8 GEMM calls ran in bf16 (shapes cuBLASLt refused at the call: %.0f, "
+                 "without an FP8 algorithm: %.0f; others not multiples of 16); see docs/cuda_backend.md, \"FP8\"\n",
+                 (long long)rr.rank, get("fp8_fallback_gemms"), get("fp8_shapes_refused_at_call"),
+                 get("fp8_shapes_without_algorithm"));
+  }
+}
+
 void print_verify(const exec::ExecuteOutcome& out, std::FILE* to) {
   const exec::VerifyReport& v = out.verify;
   std::fprintf(to, "verify     %s: %lld checks, %lld failed\n", out.verify_failed ? "FAILED" : "passed",
@@ -249,6 +263,7 @@ int run_execute(int argc, char** argv) {
     if (out.root) {
       try {
         if (out.verified) print_verify(out, out.verify_failed ? stderr : (a.flag("--json") ? stderr : stdout));
+        warn_fp8_fallbacks(out);
         if (out.verify_failed) {
           std::fprintf(stderr, "paralab execute: verification failed; no results written\n");
           status = 1;

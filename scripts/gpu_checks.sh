@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # paralab — every check that needs a GPU, in one command (docs/cuda_backend.md):
 #   [gpu] tests of kernels/ and of the cuda backend, a single-GPU `paralab execute --backend cuda`
-#   of scenarios/gpu-1.toml (summary, trace, simulation and compare), short copies of gpu-1 and
-#   gpu-1-llama and the quickstart on one GPU with --verify, `paralab validate --backend cuda` of the single-GPU scenarios (issue #7's 5 %
-#   bar; it calibrates the GPU first), the kernels' bandwidth bench (vs device copy, goal >= 70 %),
+#   of scenarios/gpu-1.toml (summary, trace, simulation and compare), short copies of gpu-1,
+#   gpu-1-llama, gpu-1-fp8, gpu-1-fp16 and the quickstart on one GPU with --verify, `paralab
+#   validate --backend cuda` of the single-GPU scenarios (issue #7's 5 % bar; it calibrates the
+#   GPU first), the kernels' bandwidth bench (vs device copy, goal >= 70 %),
 #   the backend's GEMM bench (vs cuBLAS alone, goal >= 95 %) and compute-sanitizer last (slowest).
 # Every check runs under `timeout ${CHECK_TIMEOUT:-300}`, so one hang costs one check, not the lease;
 # ONLY="tests_exec_cuda_cpu gpu_tests_kernels ..." runs just the named checks.
@@ -36,7 +37,7 @@ if [ -n "$BUNDLE" ]; then BUNDLE=$(cd "$BUNDLE" && pwd) || { echo "gpu_checks: n
 RESULTS=${OUT_DIR:-$ROOT/bench/results/gpu}
 # Binaries built elsewhere find the scenarios, presets and topologies of this checkout.
 export PARALAB_DATA_DIR=$ROOT PARALAB_SOURCE_DIR=$ROOT
-TARGETS="paralab paralab_gpu_tests_kernels paralab_gpu_tests_exec_cuda paralab_tests_exec_cuda paralab_bench_kernels paralab_bench_exec_cuda"
+TARGETS="paralab paralab_gpu_tests_kernels paralab_gpu_tests_exec_cuda paralab_tests_exec_cuda paralab_bench_kernels paralab_bench_exec_cuda paralab_fp8_probe"
 
 build() {
   local arch=${CUDA_ARCH:-}
@@ -127,7 +128,7 @@ cp "$RESULTS/execute_gpu1.log" "$RESULTS/gpu-1.execute.json" 2>/dev/null
 check compare_gpu1 "$PARALAB" compare "$RESULTS/gpu-1.predicted.json" "$RESULTS/gpu-1.measured.json"
 # 3. Issue #7 on one GPU: validate (calibrate this GPU, simulate, execute, compare) the single-GPU
 #    scenarios; the step error bar is 5 %. Calibrations are cached under $RESULTS/cache.
-for sc in ${VALIDATE_SCENARIOS:-gpu-1 gpu-1-llama cpu-1rank-fp16}; do
+for sc in ${VALIDATE_SCENARIOS:-gpu-1 gpu-1-llama gpu-1-fp8 gpu-1-fp16 cpu-1rank-fp16}; do
   check "validate_$sc" env PARALAB_CACHE_DIR="$RESULTS/cache" "$PARALAB" validate "scenarios/$sc.toml" --backend cuda \
     --json --report "$RESULTS/validate_$sc.html"
   cp "$RESULTS/validate_$sc.log" "$RESULTS/validate_$sc.json" 2>/dev/null
@@ -141,6 +142,12 @@ check execute_gpu1_verify_short "$PARALAB" execute scenarios/gpu-1.toml --backen
 # references of its logits stay within the check's time.
 check execute_llama_verify_short "$PARALAB" execute scenarios/gpu-1-llama.toml --backend cuda --verify \
   --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512 --set model.vocab_size=32000
+# Short copies of the FP8 scenario (e4m3 GEMMs, checked at FP8's tolerance) and of the fp16 one
+# (loss scaling, SGD, unfused attention with dropout, selective recomputation).
+check execute_fp8_verify_short "$PARALAB" execute scenarios/gpu-1-fp8.toml --backend cuda --verify \
+  --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512
+check execute_fp16_verify_short "$PARALAB" execute scenarios/gpu-1-fp16.toml --backend cuda --verify \
+  --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512
 check execute_quickstart_verify "$PARALAB" execute scenarios/quickstart.toml --backend cuda --verify \
   --set parallel.tensor=1 --set cluster.devices_per_node=1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -150,6 +157,9 @@ fi
 # 5. Benches.
 check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
 check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
+# Which cuBLASLt FP8 configurations run here (all of the backend's were refused on an H200 with
+# cuBLASLt 13.1; docs/cuda_backend.md, "FP8"): seconds, and it says which difference matters.
+check fp8_probe "$(bin paralab_fp8_probe)" --out "$RESULTS/fp8_probe.json"
 # 6. compute-sanitizer (kernels: all; backend: device ops and one whole step), slowest last.
 if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
   echo "| compute-sanitizer | skipped (SKIP_SANITIZER=1) | |" >> "$SUMMARY"

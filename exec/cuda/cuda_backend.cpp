@@ -351,6 +351,7 @@ void CudaBackend::run(Stream stream, const OpCall& call) {
   ctx.gemm_plans = &gemm_plans_;
   ctx.fp8 = fp8_;
   ctx.fp8_fallbacks = &fp8_fallbacks_;
+  ctx.fp8_bias_kernels = &fp8_bias_kernels_;
   switch (call.op.kind) {
     case OpKind::gemm:
       if (!r.lt) throw InternalError("op " + op_label(call.op) + ": a GEMM on a stream without cuBLASLt");

@@ -109,6 +109,7 @@ class CudaBackend final : public Backend {
   double* loss_acc_ = nullptr;
   std::atomic<int64_t> loss_tokens_{0};
   std::atomic<int64_t> fp8_fallbacks_{0};
+  std::atomic<int64_t> fp8_bias_kernels_{0};
   std::vector<CommSpec> specs_;
   std::vector<std::unique_ptr<Comm>> comms_;  // index = specs_
   std::vector<std::unique_ptr<GroupComm>> blocking_;  // index = RankPlan::comms slot

@@ -150,6 +150,12 @@ std::map<std::string, double> CudaBackend::device_stats() const {
   for (const auto& c : comms_) nccl += c && c->nccl ? 1 : 0;
   m["nccl_communicators"] = nccl;
   m["fp8_fallback_gemms"] = static_cast<double>(fp8_fallbacks_.load());
+  m["fp8_bias_kernel_gemms"] = static_cast<double>(fp8_bias_kernels_.load());
+  int64_t no_algo = 0, refused = 0;
+  for (const StreamRes& r : streams_)
+    if (r.lt) no_algo += r.lt->fp8_shapes_without_algorithm(), refused += r.lt->fp8_shapes_refused();
+  m["fp8_shapes_without_algorithm"] = static_cast<double>(no_algo);
+  m["fp8_shapes_refused_at_call"] = static_cast<double>(refused);
   for (const auto& [k, v] : setup_s_) m[k] = v;
   return m;
 }

@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "exec/backend.hpp"
@@ -70,15 +72,22 @@ class LtGemm {
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
   // Enqueues the matmul. Returns false (nothing enqueued) only for fp8 calls the library has no
-  // algorithm for (the caller falls back to bf16); throws CallError otherwise.
+  // algorithm for, or refuses at the call (the caller falls back); throws CallError otherwise.
   bool run(const LtCall& c);
   [[nodiscard]] size_t workspace_bytes() const { return ws_bytes_; }
+  // FP8 shapes (cache entries) the heuristic had no algorithm for, and those whose every offered
+  // algorithm cublasLtMatmul refused (device_stats: where an FP8 run's fallbacks come from).
+  [[nodiscard]] int64_t fp8_shapes_without_algorithm() const { return fp8_no_algo_; }
+  [[nodiscard]] int64_t fp8_shapes_refused() const { return fp8_refused_; }
+  // True once an FP8 call of this shape (m, n, k, output type, accumulate, bias epilogue) found
+  // no algorithm or had each refused: the caller then skips quantizing for a call that cannot run.
+  [[nodiscard]] bool fp8_refused(const LtCall& c) const { return fp8_refused_shapes_.count(fp8_shape(c)) > 0; }
 
  private:
   struct Entry {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-    cublasLtMatmulAlgo_t algo{};
+    std::vector<cublasLtMatmulAlgo_t> algos;  // the heuristic's, best first; [0] is used
     bool ok = false;
   };
   using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -87,7 +96,13 @@ class LtGemm {
   cublasLtHandle_t handle_ = nullptr;
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
+  using Fp8Shape = std::tuple<int64_t, int64_t, int64_t, int, bool, bool>;
+  static Fp8Shape fp8_shape(const LtCall& c) {
+    return {c.m, c.n, c.k, static_cast<int>(c.c_t), c.beta != 0.0f, c.bias != nullptr};
+  }
   std::map<Key, Entry> cache_;
+  int64_t fp8_no_algo_ = 0, fp8_refused_ = 0;
+  std::set<Fp8Shape> fp8_refused_shapes_;
 };
 
 struct StreamRes {
@@ -110,7 +125,8 @@ struct CudaOpContext {
   const std::vector<OpComm>* op_comms = nullptr;
   const std::vector<GemmPlan>* gemm_plans = nullptr;           // index = OpId
   bool fp8 = false;                                            // FP8 tensor cores present
-  std::atomic<int64_t>* fp8_fallbacks = nullptr;
+  std::atomic<int64_t>* fp8_fallbacks = nullptr;     // FP8 GEMM calls run in bf16 instead
+  std::atomic<int64_t>* fp8_bias_kernels = nullptr;  // FP8 GEMM calls whose bias our kernel added
   [[nodiscard]] cudaStream_t stream() const { return res.stream; }
 };
 

@@ -3,6 +3,7 @@
 // bias gradient against a ones vector, GQA sums through an fp32 scratch, and FP8 (e4m3,
 // per-tensor current scaling with cuBLASLt's A/B scale pointers) on GPUs that have it.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "exec/cuda/cuda_ops.hpp"
@@ -103,7 +104,9 @@ bool LtGemm::run(const LtCall& c) {
     }
     cublasLtMatmulPreference_t pref = nullptr;
     PARALAB_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    cublasLtMatmulHeuristicResult_t result{};
+    // FP8: up to 8 candidates, tried in order if the call refuses one (see below).
+    std::array<cublasLtMatmulHeuristicResult_t, 8> results{};
+    const int wanted = fp8 ? static_cast<int>(results.size()) : 1;
     int found = 0;
     try {
       const uint64_t ws = ws_bytes_;
@@ -113,7 +116,7 @@ bool LtGemm::run(const LtCall& c) {
       PARALAB_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
       PARALAB_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
       const cublasStatus_t st =
-          cublasLtMatmulAlgoGetHeuristic(handle_, e.desc, e.a, e.b, e.c, e.c, pref, 1, &result, &found);
+          cublasLtMatmulAlgoGetHeuristic(handle_, e.desc, e.a, e.b, e.c, e.c, pref, wanted, results.data(), &found);
       if (st != CUBLAS_STATUS_SUCCESS && !(fp8 && st == CUBLAS_STATUS_NOT_SUPPORTED))
         throw_cublas(st, "cublasLtMatmulAlgoGetHeuristic(...)", __FILE__, __LINE__);
     } catch (...) {
@@ -121,8 +124,13 @@ bool LtGemm::run(const LtCall& c) {
       throw;
     }
     cublasLtMatmulPreferenceDestroy(pref);
-    e.ok = found > 0;
-    if (e.ok) e.algo = result.algo;
+    for (int i = 0; i < found; ++i)
+      if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) e.algos.push_back(results[static_cast<size_t>(i)].algo);
+    e.ok = !e.algos.empty();
+    if (!e.ok && fp8) {
+      ++fp8_no_algo_;
+      fp8_refused_shapes_.insert(fp8_shape(c));
+    }
     it = cache_.emplace(key, e).first;
   }
   Entry& e = it->second;
@@ -140,8 +148,25 @@ bool LtGemm::run(const LtCall& c) {
     PARALAB_CUBLAS(cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c.b_scale, sizeof c.b_scale));
   }
   const float alpha = 1.0f;
-  PARALAB_CUBLAS(cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algo, ws_,
-                                ws_bytes_, stream_));
+  cublasStatus_t st =
+      cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algos[0], ws_, ws_bytes_, stream_);
+  // The heuristic can offer an FP8 algorithm the call then refuses (an H200 with CUDA 13.0 at
+  // gpt-1.7b's shapes, 2026-11-27; nothing is enqueued): the next candidate is tried, and a shape
+  // none of them runs is remembered as one without FP8, so the caller falls back at once.
+  while (fp8 && st == CUBLAS_STATUS_NOT_SUPPORTED) {
+    e.algos.erase(e.algos.begin());
+    if (e.algos.empty()) {
+      e.ok = false;
+      ++fp8_refused_;
+      fp8_refused_shapes_.insert(fp8_shape(c));
+      return false;
+    }
+    st = cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algos[0], ws_,
+                        ws_bytes_, stream_);
+  }
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw_cublas(st, "cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algo, ...)",
+                 __FILE__, __LINE__);
   return true;
 }
 
@@ -216,8 +241,19 @@ void run_gemm(const OpCall& call, CudaOpContext& ctx) {
     // "TN" layout cuBLASLt requires, scaled by 448 / amax, with the inverse scales as A/B scale
     // pointers; outputs and accumulation stay in the IR's types. Attention GEMMs stay in bf16.
     bool done = false;
-    if (g.math == MathMode::fp8 && linear && ctx.fp8 && bc.a != Operand::ones && bc.b != Operand::ones &&
-        bc.m % 16 == 0 && bc.n % 16 == 0 && bc.k % 16 == 0 && bc.batch == 1) {
+    // A shape whose FP8 call was refused before (with the bias epilogue and without) goes to bf16
+    // at once, without quantizing its operands for nothing.
+    auto refused = [&] {
+      LtCall probe = lc;
+      probe.a_t = probe.b_t = CUDA_R_8F_E4M3;
+      if (!ctx.res.lt->fp8_refused(probe)) return false;
+      probe.bias = nullptr;
+      return ctx.res.lt->fp8_refused(probe);
+    };
+    // The bias gradient's sum (a ones operand) is never FP8; cuBLASLt's FP8 needs multiples of 16.
+    const bool want_fp8 = g.math == MathMode::fp8 && linear && ctx.fp8 && bc.a != Operand::ones && bc.b != Operand::ones;
+    const bool fp8_shape = bc.m % 16 == 0 && bc.n % 16 == 0 && bc.k % 16 == 0 && bc.batch == 1;
+    if (want_fp8 && fp8_shape && !refused()) {
       auto* sc = static_cast<float*>(ctx.res.scalars);  // [0,1] amax a/b, [2,3] scale_inv a/b
       PARALAB_CU(cudaMemsetAsync(sc, 0, 2 * sizeof(float), s));
       Scratch qa(bc.m * bc.k, s), qb(bc.k * bc.n, s);
@@ -237,10 +273,18 @@ void run_gemm(const OpCall& call, CudaOpContext& ctx) {
       q.compute = CUBLAS_COMPUTE_32F;
       q.a_scale = sc + 2, q.b_scale = sc + 3;
       done = ctx.res.lt->run(q);
+      if (!done && q.bias) {
+        // Without the BIAS epilogue (its own cache entry), the bias then added by our kernel.
+        q.bias = nullptr;
+        done = ctx.res.lt->run(q);
+        if (done) {
+          bias_kernel = true;
+          if (ctx.fp8_bias_kernels) ctx.fp8_bias_kernels->fetch_add(1);
+        }
+      }
       if (!done && ctx.fp8_fallbacks) ctx.fp8_fallbacks->fetch_add(1);
-    } else if (g.math == MathMode::fp8 && linear && ctx.fp8 && ctx.fp8_fallbacks && bc.a != Operand::ones &&
-               bc.b != Operand::ones) {
-      ctx.fp8_fallbacks->fetch_add(1);  // shape not a multiple of 16: bf16 (the bias gradient's sum is never fp8)
+    } else if (want_fp8 && ctx.fp8_fallbacks) {
+      ctx.fp8_fallbacks->fetch_add(1);  // a shape FP8 cannot take, or one refused before: bf16
     }
     if (!done) ctx.res.lt->run(lc);
     if (bias_kernel)  // IR C is [call.n rows, call.m cols], rows contiguous (linear: ldc = cols)

@@ -164,3 +164,67 @@ TEST_CASE("fp16: after the loss scale backs off, the gradients are scaled by the
   REQUIRE(r.categories.count("ops.xent_bwd") == 1);
   CHECK(r.categories.at("ops.xent_bwd").total > 0);
 }
+
+namespace {
+
+// Scales every element of a linear layer's product (output 0) by 1 + delta or 1 - delta,
+// alternately, as a relative rounding would: a normalized error of `delta` at most (and about
+// `delta` where the largest element checked is moved).
+class LinearNudger final : public OpObserver {
+ public:
+  LinearNudger(OpChecker& checker, float delta) : checker_(checker), delta_(delta) {}
+  bool wants(const Op& op) override { return checker_.wants(op); }
+  void before(const OpCall& call) override { checker_.before(call); }
+  void after(const OpCall& call) override {
+    const GemmAttrs* g = call.op.gemm();
+    if (g && (g->role == GemmRole::linear_fwd || g->role == GemmRole::linear_dgrad || g->role == GemmRole::linear_wgrad)) {
+      const ResolvedRef& r = call.plan.writes[0];
+      for (int64_t i = 0; i < r.numel; ++i)
+        cpu::store(call.writes[0], r.dtype, i, cpu::load(call.writes[0], r.dtype, i) * (1 + (i % 2 ? delta_ : -delta_)));
+    }
+    checker_.after(call);
+  }
+
+ private:
+  OpChecker& checker_;
+  float delta_;
+};
+
+VerifyReport run_nudged(const StepIR& ir, float delta) {
+  const RankPlan plan = plan_rank(ir, 0, false);
+  auto world = make_self_transport();
+  auto backend = make_backend("cpu", ir, 0);
+  backend->setup(plan, *world);
+  OpChecker checker(plan, *backend, 1);
+  LinearNudger obs(checker, delta);
+  RuntimeOptions ro;
+  ro.observer = &obs;
+  ro.watchdog_s = 30;
+  Runtime rt(plan, *backend, *world, ro);
+  rt.initialize();
+  (void)rt.run_step(1);
+  return checker.report();
+}
+
+}  // namespace
+
+TEST_CASE("verify: an FP8 linear layer is held to e4m3's rounding (0.1), a bf16 one to 2e-2", "[exec][verify]") {
+  // The CPU backend runs FP8's linear layers in bf16; the nudge stands in for e4m3's rounding
+  // (a normalized error of ~3-5 % on random data, exec/verify_ops.cpp) and for a real fault.
+  auto ir_of = [](const char* precision) {
+    return build_step_ir(test::scenario("cpu-tp2", {"parallel.tensor=1", "cluster.devices_per_node=1",
+                                                    "cluster.topology=dgx-h100", std::string("training.precision=") + precision}));
+  };
+  const StepIR fp8 = ir_of("fp8"), bf16 = ir_of("bf16");
+  auto gemm = [](const VerifyReport& r) {
+    REQUIRE(r.categories.count("ops.gemm") == 1);
+    return r.categories.at("ops.gemm");
+  };
+  const auto fp8_small = gemm(run_nudged(fp8, 0.05f));
+  CHECK(fp8_small.passed == fp8_small.total);
+  CHECK(fp8_small.max_error > 0.04);  // the nudge was seen
+  const auto bf16_small = gemm(run_nudged(bf16, 0.05f));
+  CHECK(bf16_small.passed < bf16_small.total);  // the linear layers' products fail, the attention ones pass
+  const auto fp8_big = gemm(run_nudged(fp8, 0.3f));
+  CHECK(fp8_big.passed < fp8_big.total);
+}

@@ -27,6 +27,7 @@
 #include "exec/execute.hpp"
 #include "exec/fill.hpp"
 #include "exec/runtime.hpp"
+#include "exec/verify.hpp"
 #include "kernels/dtype.hpp"
 
 using namespace paralab;
@@ -351,6 +352,56 @@ TEST_CASE("one GPU, fp16 from a loss scale of 2^32: the scale backs off on the d
   CHECK(gpu->loss_scale() < 4294967296.0);
   CHECK(gpu->loss_scale() >= 1.0);
   CHECK(last < first);
+}
+
+TEST_CASE("one GPU, GPT in FP8: every linear GEMM in e4m3 on cuBLASLt, within --verify's FP8 bound, the loss near CPU's",
+          "[gpu][exec][cuda][step]") {
+  // The FP8 path (scaled e4m3 copies in the TN layout, A/B scale pointers, the BIAS epilogue or
+  // our bias kernel) had never run on a GPU until gpu-1-fp8 failed in cublasLtMatmul
+  // (2026-11-27, H200): this runs it at the quickstart's shapes, all multiples of 16.
+  auto sets = kOneGpuGpt;
+  sets.push_back("training.precision=fp8");
+  sets.push_back("cluster.topology=dgx-h100");  // cpu-host has no FP8 peak to plan with
+  const StepIR ir = build_step_ir(scenario("quickstart", sets));
+  const RankPlan plan = plan_rank(ir, 0, false);
+  int dev = 0, major = 0, minor = 0;
+  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess);
+  if (major * 10 + minor < 89) {
+    WARN("no FP8 tensor cores on this GPU (compute capability " << major << "." << minor << "): not run");
+    return;
+  }
+  auto world = make_self_transport();
+  double cpu_loss = 0;
+  {
+    auto cpu = make_backend("cpu", ir, 0);  // runs the linear layers in bf16
+    cpu->setup(plan, *world);
+    Runtime rt(plan, *cpu, *world, RuntimeOptions{});
+    rt.initialize();
+    const StepRun run = rt.run_step(1);
+    REQUIRE(run.loss_tokens > 0);
+    cpu_loss = run.loss_sum / static_cast<double>(run.loss_tokens);
+  }
+  auto gpu = make_backend("cuda", ir, 0);
+  gpu->setup(plan, *world);
+  OpChecker checker(plan, *gpu, 1);
+  RuntimeOptions ro;
+  ro.observer = &checker;
+  Runtime rt(plan, *gpu, *world, ro);
+  rt.initialize();
+  const StepRun run = rt.run_step(1);
+  const VerifyReport rep = checker.report();
+  for (const auto& f : rep.failures) UNSCOPED_INFO(f);
+  CHECK(rep.failed() == 0);
+  CHECK(rep.categories.count("ops.gemm") == 1);
+  const auto stats = gpu->device_stats();
+  CAPTURE(stats.at("fp8_bias_kernel_gemms"));
+  CHECK(stats.at("fp8_fallback_gemms") == 0);
+  REQUIRE(run.loss_tokens > 0);
+  const double gpu_loss = run.loss_sum / static_cast<double>(run.loss_tokens);
+  CAPTURE(cpu_loss, gpu_loss);
+  CHECK(std::abs(gpu_loss - cpu_loss) / cpu_loss < 2e-2);
 }
 
 TEST_CASE("one GPU standing in for a data-parallel rank: the cross-entropy gradient's 1/dp scale == CPU",

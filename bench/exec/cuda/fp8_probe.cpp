@@ -1,0 +1,212 @@
+// bench/exec/cuda/fp8_probe.cpp — which cuBLASLt FP8 (e4m3) matmul configurations this GPU and
+// library run. On an H200 with cuBLASLt 13.1 (2026-11-27) every FP8 call of the backend
+// (exec/cuda/ops_gemm.cpp: "TN", bf16 C == D in place, A/B scale pointers, BIAS epilogue or
+// none) was refused by cublasLtMatmul with CUBLAS_STATUS_NOT_SUPPORTED for each of the 7-8
+// algorithms the heuristic had offered, and the library logged no reason. This probe varies one
+// thing at a time from that call and reports, per variant, how many algorithms the heuristic
+// offers and how many of them the call then runs, so one short GPU run says which difference
+// matters. Shapes: gpt-1.7b's QKV GEMM (m 6912, n 1024, k 2304) and a small 64^3 one.
+//
+// Usage: paralab_fp8_probe [--out FILE]   (one JSON document on stdout, and FILE)
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+// Probe failures are results, not errors; only a failed allocation or descriptor ends the run.
+#define PROBE_CHECK(expr)                                                                          \
+  do {                                                                                             \
+    const auto probe_s_ = (expr);                                                                  \
+    if (static_cast<int>(probe_s_) != 0) {                                                         \
+      std::fprintf(stderr, "paralab_fp8_probe: %s failed (%d) at %s:%d\n", #expr,                  \
+                   static_cast<int>(probe_s_), __FILE__, __LINE__);                                \
+      throw std::runtime_error(#expr);                                                             \
+    }                                                                                              \
+  } while (0)
+
+// One variant of the backend's FP8 call: what differs from it.
+struct Variant {
+  std::string name;
+  bool out_of_place = false;   // D a separate buffer (C still read, beta = 0)
+  bool c_null = false;         // C pointer nullptr (beta = 0), D separate
+  bool bias = false;           // BIAS epilogue (bf16 bias of length m)
+  bool scales = true;          // A/B scale pointers set
+  bool scales_16b = false;     // each scale in its own 256-byte aligned allocation
+  bool d_fp32 = false;         // C and D in fp32 instead of bf16
+  bool fast_accum = false;     // CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1
+  bool workspace = true;       // the backend's 32 MiB workspace (false: none)
+  bool beta_one = false;       // accumulate into C (beta = 1), in place
+};
+
+struct Buffers {
+  void* a = nullptr;     // e4m3, k x m column-major (A^T stored)
+  void* b = nullptr;     // e4m3, k x n column-major
+  void* c = nullptr;     // m x n, 4 bytes per element (room for fp32)
+  void* d = nullptr;     // m x n, out of place
+  void* bias = nullptr;  // m bf16
+  float* scales = nullptr;  // [0..3]: the backend's layout (scale_inv a/b at +2, +3)
+  float* scale_a = nullptr;
+  float* scale_b = nullptr;
+  void* ws = nullptr;
+};
+
+nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n, int64_t k, const Buffers& buf,
+                     size_t ws_bytes, cudaStream_t stream) {
+  nlohmann::json out;
+  out["variant"] = v.name;
+  out["m"] = m, out["n"] = n, out["k"] = k;
+  const cudaDataType_t ct = v.d_fp32 ? CUDA_R_32F : CUDA_R_16BF;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr, ld = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  PROBE_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (v.scales) {
+    const float* sa = v.scales_16b ? buf.scale_a : buf.scales + 2;
+    const float* sb = v.scales_16b ? buf.scale_b : buf.scales + 3;
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+  }
+  if (v.bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const int32_t bt = CUDA_R_16BF;
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &buf.bias, sizeof buf.bias));
+  }
+  if (v.fast_accum) {
+    const int8_t on = 1;
+    PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on));
+  }
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&lc, ct, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m));
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&ld, ct, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m));
+  PROBE_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t ws = v.workspace ? ws_bytes : 0;
+  PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  std::array<cublasLtMatmulHeuristicResult_t, 8> res{};
+  int found = 0;
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, ld, pref, static_cast<int>(res.size()), res.data(), &found);
+  out["heuristic_status"] = static_cast<int>(hs);
+  out["offered"] = hs == CUBLAS_STATUS_SUCCESS ? found : 0;
+  const float alpha = 1.0f, beta = v.beta_one ? 1.0f : 0.0f;
+  const void* c = v.c_null ? nullptr : buf.c;
+  void* d = (v.out_of_place || v.c_null) ? buf.d : buf.c;
+  int ran = 0;
+  std::vector<int> statuses;
+  for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
+    const cublasStatus_t st = cublasLtMatmul(lt, desc, &alpha, buf.a, la, buf.b, lb, &beta, c, lc, d, ld, &res[i].algo,
+                                             v.workspace ? buf.ws : nullptr, ws, stream);
+    statuses.push_back(static_cast<int>(st));
+    ran += st == CUBLAS_STATUS_SUCCESS ? 1 : 0;
+  }
+  out["ran"] = ran;
+  out["call_statuses"] = statuses;
+  out["sync"] = static_cast<int>(cudaStreamSynchronize(stream));
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(lc),
+      cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: paralab_fp8_probe [--out FILE]\n");
+      return 2;
+    }
+  }
+  try {
+    int dev = 0, major = 0, minor = 0;
+    PROBE_CHECK(cudaGetDevice(&dev));
+    PROBE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    PROBE_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    cudaDeviceProp prop{};
+    PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
+    const int64_t M = 6912, N = 1024, K = 2304;  // the largest shape probed: buffers fit every one
+    const size_t ws_bytes = size_t{32} << 20;    // the backend's workspace
+    Buffers buf;
+    PROBE_CHECK(cudaMalloc(&buf.a, static_cast<size_t>(M * K)));
+    PROBE_CHECK(cudaMalloc(&buf.b, static_cast<size_t>(K * N)));
+    PROBE_CHECK(cudaMalloc(&buf.c, static_cast<size_t>(M * N * 4)));
+    PROBE_CHECK(cudaMalloc(&buf.d, static_cast<size_t>(M * N * 4)));
+    PROBE_CHECK(cudaMalloc(&buf.bias, static_cast<size_t>(M * 2)));
+    PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scales), 256));
+    PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_a), 256));
+    PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_b), 256));
+    PROBE_CHECK(cudaMalloc(&buf.ws, ws_bytes));
+    // e4m3 0x38 = 1.0; scales 1.0: values that cannot overflow whatever runs.
+    PROBE_CHECK(cudaMemset(buf.a, 0x38, static_cast<size_t>(M * K)));
+    PROBE_CHECK(cudaMemset(buf.b, 0x38, static_cast<size_t>(K * N)));
+    PROBE_CHECK(cudaMemset(buf.c, 0, static_cast<size_t>(M * N * 4)));
+    PROBE_CHECK(cudaMemset(buf.bias, 0, static_cast<size_t>(M * 2)));
+    const std::array<float, 4> ones{1.f, 1.f, 1.f, 1.f};
+    PROBE_CHECK(cudaMemcpy(buf.scales, ones.data(), sizeof ones, cudaMemcpyHostToDevice));
+    PROBE_CHECK(cudaMemcpy(buf.scale_a, ones.data(), sizeof(float), cudaMemcpyHostToDevice));
+    PROBE_CHECK(cudaMemcpy(buf.scale_b, ones.data(), sizeof(float), cudaMemcpyHostToDevice));
+    cudaStream_t stream = nullptr;
+    PROBE_CHECK(cudaStreamCreate(&stream));
+    cublasLtHandle_t lt = nullptr;
+    PROBE_CHECK(cublasLtCreate(&lt));
+
+    auto with = [](std::string name, auto set) {
+      Variant v;
+      v.name = std::move(name);
+      set(v);
+      return v;
+    };
+    const std::vector<Variant> variants = {
+        with("backend (in place, scales at +8/+12 bytes)", [](Variant&) {}),
+        with("backend + BIAS epilogue", [](Variant& v) { v.bias = true; }),
+        with("D out of place", [](Variant& v) { v.out_of_place = true; }),
+        with("C nullptr, D out of place", [](Variant& v) { v.c_null = true; }),
+        with("scales in their own allocations", [](Variant& v) { v.scales_16b = true; }),
+        with("no scale pointers", [](Variant& v) { v.scales = false; }),
+        with("C and D fp32", [](Variant& v) { v.d_fp32 = true; }),
+        with("C and D fp32, beta 1 (wgrad accumulation)", [](Variant& v) { v.d_fp32 = true, v.beta_one = true; }),
+        with("fast accumulation", [](Variant& v) { v.fast_accum = true; }),
+        with("no workspace", [](Variant& v) { v.workspace = false; }),
+        with("out of place + own scales + no workspace",
+             [](Variant& v) { v.out_of_place = true, v.scales_16b = true, v.workspace = false; }),
+    };
+    nlohmann::json doc;
+    doc["device"] = prop.name;
+    doc["compute_capability"] = major * 10 + minor;
+    doc["cublaslt_version"] = cublasLtGetVersion();
+    doc["cudart_version"] = cublasLtGetCudartVersion();
+    doc["probes"] = nlohmann::json::array();
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{M, N, K}, std::array<int64_t, 3>{64, 64, 64}})
+      for (const Variant& v : variants) doc["probes"].push_back(probe(lt, v, m, n, k, buf, ws_bytes, stream));
+    const std::string text = doc.dump(2);
+    std::printf("%s\n", text.c_str());
+    if (!out_path.empty()) std::ofstream(out_path) << text << "\n";
+    cublasLtDestroy(lt);
+    cudaStreamDestroy(stream);
+    for (void* p : {buf.a, buf.b, buf.c, buf.d, buf.bias, static_cast<void*>(buf.scales), static_cast<void*>(buf.scale_a),
+                    static_cast<void*>(buf.scale_b), buf.ws})
+      cudaFree(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paralab_fp8_probe: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
