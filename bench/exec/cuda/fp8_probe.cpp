@@ -1,11 +1,12 @@
 // bench/exec/cuda/fp8_probe.cpp — which cuBLASLt FP8 (e4m3) matmul configurations this GPU and
-// library run. On an H200 with cuBLASLt 13.1 (2026-11-27) every FP8 call of the backend
-// (exec/cuda/ops_gemm.cpp: "TN", bf16 C == D in place, A/B scale pointers, BIAS epilogue or
-// none) was refused by cublasLtMatmul with CUBLAS_STATUS_NOT_SUPPORTED for each of the 7-8
-// algorithms the heuristic had offered, and the library logged no reason. This probe varies one
-// thing at a time from that call and reports, per variant, how many algorithms the heuristic
-// offers and how many of them the call then runs, so one short GPU run says which difference
-// matters. Shapes: gpt-1.7b's QKV GEMM (m 6912, n 1024, k 2304) and a small 64^3 one.
+// library run, beside a bf16 control. On an H200 with cuBLASLt 13.1 (2026-11-27) every FP8
+// call of the backend (exec/cuda/ops_gemm.cpp: "TN", bf16 C == D in place, A/B scale
+// pointers, BIAS epilogue or none) was refused by cublasLtMatmul with
+// CUBLAS_STATUS_NOT_SUPPORTED for each of the 7-8 algorithms the heuristic had offered, and the
+// library logged no reason. This probe varies one thing at a time from that call and reports,
+// per variant, how many algorithms the heuristic offers and how many of them the call then
+// runs, so one short GPU run says which difference matters. Shapes: gpt-1.7b's QKV GEMM
+// (m 6912, n 1024, k 2304) and a small 64^3 one.
 //
 // Usage: paralab_fp8_probe [--out FILE]   (one JSON document on stdout, and FILE)
 #include <cublasLt.h>
@@ -45,11 +46,12 @@ struct Variant {
   bool fast_accum = false;     // CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1
   bool workspace = true;       // the backend's 32 MiB workspace (false: none)
   bool beta_one = false;       // accumulate into C (beta = 1), in place
+  bool bf16_inputs = false;    // control: A and B in bf16, no scales (what the backend runs)
 };
 
 struct Buffers {
-  void* a = nullptr;     // e4m3, k x m column-major (A^T stored)
-  void* b = nullptr;     // e4m3, k x n column-major
+  void* a = nullptr;     // e4m3 (or bf16: room for 2 bytes), k x m column-major (A^T stored)
+  void* b = nullptr;     // e4m3 (or bf16), k x n column-major
   void* c = nullptr;     // m x n, 4 bytes per element (room for fp32)
   void* d = nullptr;     // m x n, out of place
   void* bias = nullptr;  // m bf16
@@ -72,7 +74,8 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (v.scales) {
+  const cudaDataType_t in_t = v.bf16_inputs ? CUDA_R_16BF : CUDA_R_8F_E4M3;
+  if (v.scales && !v.bf16_inputs) {
     const float* sa = v.scales_16b ? buf.scale_a : buf.scales + 2;
     const float* sb = v.scales_16b ? buf.scale_b : buf.scales + 3;
     PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
@@ -89,8 +92,8 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
     const int8_t on = 1;
     PROBE_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on));
   }
-  PROBE_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
-  PROBE_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&la, in_t, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
+  PROBE_CHECK(cublasLtMatrixLayoutCreate(&lb, in_t, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
   PROBE_CHECK(cublasLtMatrixLayoutCreate(&lc, ct, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m));
   PROBE_CHECK(cublasLtMatrixLayoutCreate(&ld, ct, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m));
   PROBE_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -145,8 +148,8 @@ int main(int argc, char** argv) {
     const int64_t M = 6912, N = 1024, K = 2304;  // the largest shape probed: buffers fit every one
     const size_t ws_bytes = size_t{32} << 20;    // the backend's workspace
     Buffers buf;
-    PROBE_CHECK(cudaMalloc(&buf.a, static_cast<size_t>(M * K)));
-    PROBE_CHECK(cudaMalloc(&buf.b, static_cast<size_t>(K * N)));
+    PROBE_CHECK(cudaMalloc(&buf.a, static_cast<size_t>(M * K * 2)));
+    PROBE_CHECK(cudaMalloc(&buf.b, static_cast<size_t>(K * N * 2)));
     PROBE_CHECK(cudaMalloc(&buf.c, static_cast<size_t>(M * N * 4)));
     PROBE_CHECK(cudaMalloc(&buf.d, static_cast<size_t>(M * N * 4)));
     PROBE_CHECK(cudaMalloc(&buf.bias, static_cast<size_t>(M * 2)));
@@ -154,9 +157,9 @@ int main(int argc, char** argv) {
     PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_a), 256));
     PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_b), 256));
     PROBE_CHECK(cudaMalloc(&buf.ws, ws_bytes));
-    // e4m3 0x38 = 1.0; scales 1.0: values that cannot overflow whatever runs.
-    PROBE_CHECK(cudaMemset(buf.a, 0x38, static_cast<size_t>(M * K)));
-    PROBE_CHECK(cudaMemset(buf.b, 0x38, static_cast<size_t>(K * N)));
+    // e4m3 0x38 = 1.0 (bf16 0x3838 ~ 4.4e-5); scales 1.0: values that cannot overflow.
+    PROBE_CHECK(cudaMemset(buf.a, 0x38, static_cast<size_t>(M * K * 2)));
+    PROBE_CHECK(cudaMemset(buf.b, 0x38, static_cast<size_t>(K * N * 2)));
     PROBE_CHECK(cudaMemset(buf.c, 0, static_cast<size_t>(M * N * 4)));
     PROBE_CHECK(cudaMemset(buf.bias, 0, static_cast<size_t>(M * 2)));
     const std::array<float, 4> ones{1.f, 1.f, 1.f, 1.f};
@@ -175,6 +178,7 @@ int main(int argc, char** argv) {
       return v;
     };
     const std::vector<Variant> variants = {
+        with("control: bf16 inputs, in place (as the backend's bf16 calls)", [](Variant& v) { v.bf16_inputs = true; }),
         with("backend (in place, scales at +8/+12 bytes)", [](Variant&) {}),
         with("backend + BIAS epilogue", [](Variant& v) { v.bias = true; }),
         with("D out of place", [](Variant& v) { v.out_of_place = true; }),
