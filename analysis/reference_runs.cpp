@@ -59,6 +59,9 @@ void ReferenceRuns::launch_one() {
   if (r.exit_code != 0)
     throw std::runtime_error("paralab execute failed (exit code " + std::to_string(r.exit_code) +
                              (r.timed_out ? ", timed out" : "") + "):\n" + last_lines(err, 20));
+  // What a run warns of (an FP8 step that ran in bf16) qualifies the reference: pass it on.
+  for (const std::string& line : err)
+    if (line.find("warning: ") != std::string::npos && warned_.insert(line).second && opts_.log) opts_.log(line);
   nlohmann::json j;
   std::vector<double> all;
   size_t warmup = 0;

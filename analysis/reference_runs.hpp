@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,7 @@ class ReferenceRuns {
   std::vector<int> launch_of_;
   std::vector<nlohmann::json> summaries_;
   double spent_s_ = 0;
+  std::set<std::string> warned_;  // the executions' "warning:" lines, each passed on once
 };
 
 }  // namespace paralab::calib

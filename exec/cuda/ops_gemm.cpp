@@ -165,7 +165,7 @@ bool LtGemm::run(const LtCall& c) {
                         ws_bytes_, stream_);
   }
   if (st != CUBLAS_STATUS_SUCCESS)
-    throw_cublas(st, "cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algo, ...)",
+    throw_cublas(st, "cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, ..., &e.algos[0], ...)",
                  __FILE__, __LINE__);
   return true;
 }
