@@ -61,7 +61,10 @@ void ReferenceRuns::launch_one() {
                              (r.timed_out ? ", timed out" : "") + "):\n" + last_lines(err, 20));
   // What a run warns of (an FP8 step that ran in bf16) qualifies the reference: pass it on.
   for (const std::string& line : err)
-    if (line.find("warning: ") != std::string::npos && warned_.insert(line).second && opts_.log) opts_.log(line);
+    if (line.find("warning: ") != std::string::npos && warned_.insert(line).second) {
+      warnings_.push_back(line);
+      if (opts_.log) opts_.log(line);
+    }
   nlohmann::json j;
   std::vector<double> all;
   size_t warmup = 0;

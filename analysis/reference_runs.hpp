@@ -78,6 +78,8 @@ class ReferenceRuns {
   [[nodiscard]] std::filesystem::path trace(int run) const;
   // Seconds spent executing (launches included), over all blocks.
   [[nodiscard]] double seconds() const { return spent_s_; }
+  // The executions' "warning:" lines, each once, in the order first seen.
+  [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   void launch_one();
@@ -90,7 +92,8 @@ class ReferenceRuns {
   std::vector<int> launch_of_;
   std::vector<nlohmann::json> summaries_;
   double spent_s_ = 0;
-  std::set<std::string> warned_;  // the executions' "warning:" lines, each passed on once
+  std::set<std::string> warned_;       // the executions' "warning:" lines, each passed on once
+  std::vector<std::string> warnings_;  // the same, in order
 };
 
 }  // namespace paralab::calib

@@ -242,8 +242,10 @@ ValidateOutcome validate(const ValidateOptions& opts) {
                     "host's, not the model's (run again on a quiet machine, or --recalibrate)",
                     compared_step, h.pct_of(compared_step), h.calibrated_step_s);
       log(buf);
+      v.warnings.emplace_back(buf);
     }
   }
+  v.warnings.insert(v.warnings.end(), refs.warnings().begin(), refs.warnings().end());
   v.measured = read_result(refs.trace(chosen));
   // Its launch's summary (loss, memory, phases), with the figures of the step compared.
   v.measured_summary = refs.summary(v.run_launch[static_cast<size_t>(chosen)]);
@@ -291,6 +293,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
                   "told from its run-to-run noise (run again on a quiet machine)",
                   v.split_half_op_mape_pct, ValidateOutcome::kReferenceNoiseWarnPct);
     log(buf);
+    v.warnings.emplace_back(buf);
   }
   v.total_s = since(t0);
   return v;
@@ -336,6 +339,7 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
     const bool spread = b.samples >= 2 && b.median_s > 0;
     j["execute"]["run_to_run_compute_spread_pct"] = measured_if(spread, spread ? 100.0 * (b.max_s - b.min_s) / b.median_s : 0.0);
   }
+  j["warnings"] = v.warnings;
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
   return j;

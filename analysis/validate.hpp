@@ -130,6 +130,10 @@ struct ValidateOutcome {
   // "thirty-second session", K1 of the "thirty-third").
   static constexpr double kReferenceNoiseWarnPct = 15.0;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
+  // Every warning validate logged ("warning: ..."): the host's drift since calibrating, what the
+  // reference executions warned of (an FP8 step run in bf16), the reference's halves apart. They
+  // qualify the verdict, for a reader of the JSON as for one of stderr.
+  std::vector<std::string> warnings;
   int64_t comm_ops_aligned = 0;
 };
 

@@ -67,9 +67,16 @@ PY
 # The reference-noise warning is logged exactly when the halves differ beyond the op bar (15 %).
 python3 - "$work/out.json" "$work/err.txt" <<'PY' || exit 1
 import json, sys
-half = json.load(open(sys.argv[1]))["execute"]["split_half_op_mape_pct"]
-warned = "warning: the per-op medians of the even and the odd runs differ" in open(sys.argv[2]).read()
+v = json.load(open(sys.argv[1]))
+half = v["execute"]["split_half_op_mape_pct"]
+err = open(sys.argv[2]).read()
+warned = "warning: the per-op medians of the even and the odd runs differ" in err
 assert warned == (half is not None and half > 15.0), ("reference-noise warning", warned, half)
+# The JSON carries every warning stderr had, and no other (a progress bar's escapes may lead a line).
+def tail(line): return line[line.index("warning: "):].strip()
+logged = [tail(l) for l in err.splitlines() if "warning: " in l]
+assert sorted(tail(w) for w in v["warnings"]) == sorted(logged), (v["warnings"], logged)
+assert any("per-op medians of the even and the odd" in w for w in v["warnings"]) == warned, v["warnings"]
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 # The order on stderr: in-situ launch 1, runs, launch 2, runs, launch 3, runs, the measuring job, runs.
