@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -224,28 +225,58 @@ __global__ void merge_lse_kernel(float* lse, const float* lse_blk, int64_t rows)
   }
 }
 
+// FP8 quantization, one row per block (grid-stride over rows, threads over a row's columns):
+// reads coalesced along a row, no index division per element, and one atomic per block, not
+// per 256 elements (all on one address, they had serialized: about 0.6 ms per GEMM call of
+// gpu-1-fp8 went to amax and quantization, bench/results/exec_cuda.md, 2026-11-27).
+constexpr int kQuantRowBlocks = 1024;
+constexpr int kTile = 32, kTileRows = 8;  // transposed copy: 32 x 32 tiles, 32 x 8 threads
+
+__device__ __forceinline__ float fp8_scale(const float* amax) {
+  const float a = amax[0];
+  return a > 0.f && isfinite(a) ? 448.0f / a : 1.0f;
+}
+
 __global__ void amax_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, float* amax) {
   __shared__ float scratch[32];
-  const int64_t n = rows * cols, stride = int64_t(gridDim.x) * blockDim.x;
   float m = 0.f;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride)
-    m = fmaxf(m, fabsf(load(x, t, (e / cols) * ld + e % cols)));
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, fabsf(load(x, t, r * ld + c)));
   m = k::cu::block_max(m, scratch);
   // Non-negative floats order like their bit patterns as signed ints.
   if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
 }
 
-__global__ void quantize_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, bool transpose,
-                                const float* amax, uint8_t* q, float* scale_inv) {
-  const float a = amax[0];
-  const float scale = a > 0.f && isfinite(a) ? 448.0f / a : 1.0f;
+// q[r][c] = e4m3(x[r][c] * scale), rows of `cols` bytes.
+__global__ void quantize_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, const float* amax,
+                                uint8_t* q, float* scale_inv) {
+  const float scale = fp8_scale(amax);
   if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / scale;
-  const int64_t n = rows * cols, stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride) {
-    const int64_t r = e / cols, c = e % cols;
-    const uint8_t v = k::f32_to_e4m3_bits(load(x, t, r * ld + c) * scale);
-    q[transpose ? c * rows + r : e] = v;
-  }
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      q[r * cols + c] = k::f32_to_e4m3_bits(load(x, t, r * ld + c) * scale);
+}
+
+// q[c][r] = e4m3(x[r][c] * scale) through a shared 32 x 32 tile, so that both the reads (along
+// x's rows) and the writes (along q's rows) are coalesced; the tile's rows are padded by one.
+__global__ void quantize_t_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, const float* amax,
+                                  uint8_t* q, float* scale_inv) {
+  __shared__ uint8_t tile[kTile][kTile + 1];
+  const float scale = fp8_scale(amax);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) scale_inv[0] = 1.0f / scale;
+  for (int64_t r0 = int64_t(blockIdx.y) * kTile; r0 < rows; r0 += int64_t(gridDim.y) * kTile)
+    for (int64_t c0 = int64_t(blockIdx.x) * kTile; c0 < cols; c0 += int64_t(gridDim.x) * kTile) {
+      for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+        const int64_t r = r0 + j, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = k::f32_to_e4m3_bits(load(x, t, r * ld + c) * scale);
+      }
+      __syncthreads();
+      for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+        const int64_t c = c0 + j, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) q[c * rows + r] = tile[threadIdx.x][j];
+      }
+      __syncthreads();  // the tile is rewritten by the next pair of loops
+    }
 }
 
 }  // namespace
@@ -361,14 +392,22 @@ void merge_attention(float* prev, const float* out, float* lse, const float* lse
 
 void amax(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, float* amax_out, cudaStream_t stream) {
   if (rows * cols <= 0) return;
-  amax_kernel<<<blocks(rows * cols), kThreads, 0, stream>>>(x, t, rows, cols, ld, amax_out);
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, kQuantRowBlocks));
+  amax_kernel<<<grid, kThreads, 0, stream>>>(x, t, rows, cols, ld, amax_out);
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 
 void quantize_e4m3(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, bool transpose, const float* amax_in,
                    uint8_t* q, float* scale_inv, cudaStream_t stream) {
   if (rows * cols <= 0) return;
-  quantize_kernel<<<blocks(rows * cols), kThreads, 0, stream>>>(x, t, rows, cols, ld, transpose, amax_in, q, scale_inv);
+  if (transpose) {
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>((cols + kTile - 1) / kTile, 1024)),
+                    static_cast<unsigned>(std::min<int64_t>((rows + kTile - 1) / kTile, 1024)));
+    quantize_t_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(x, t, rows, cols, ld, amax_in, q, scale_inv);
+  } else {
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, 4 * kQuantRowBlocks));
+    quantize_kernel<<<grid, kThreads, 0, stream>>>(x, t, rows, cols, ld, amax_in, q, scale_inv);
+  }
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 

@@ -99,6 +99,43 @@ TEST_CASE("device copies: strided rows, dtype conversion with one rounding, accu
     }
 }
 
+TEST_CASE("device FP8 quantization: amax and the e4m3 copies, plain and transposed, equal the host's bit for bit",
+          "[gpu][exec][cuda]") {
+  // The host twin: amax over the stored values, scale = 448 / amax in float, each element
+  // rounded by kernels/dtype.hpp's OFP8 encoder, [cols, rows] when transposed, and the
+  // dequantization scale 1 / scale. Rows strided (ld > cols), so a view inside a wider tensor.
+  const int64_t rows = 45, cols = 37, ld = 41;
+  const auto src = random_floats(static_cast<size_t>(rows * ld), 7, 3.0f);
+  for (DType t : {DType::f32, DType::bf16})
+    for (bool transpose : {false, true}) {
+      CAPTURE(int(t), transpose);
+      const auto s = storage(src, t);
+      const auto stored = values(s, t);
+      float amax = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(stored[static_cast<size_t>(r * ld + c)]));
+      const float scale = 448.0f / amax;
+      DevBuf<uint8_t> X(s.size()), Q(static_cast<size_t>(rows * cols));
+      DevBuf<float> sc(2);
+      X.up(s);
+      sc.up({0.f, 0.f});
+      const auto dt = static_cast<dev::T>(static_cast<int>(t));
+      dev::amax(X.p, dt, rows, cols, ld, sc.p, nullptr);
+      dev::quantize_e4m3(X.p, dt, rows, cols, ld, transpose, sc.p, Q.p, sc.p + 1, nullptr);
+      const auto scalars = sc.down();
+      CHECK(scalars[0] == amax);
+      CHECK(scalars[1] == 1.0f / scale);
+      const auto q = Q.down();
+      int64_t wrong = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          const uint8_t want = kernels::f32_to_e4m3_bits(stored[static_cast<size_t>(r * ld + c)] * scale);
+          wrong += q[static_cast<size_t>(transpose ? c * rows + r : r * cols + c)] != want;
+        }
+      CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("device head packing matches the qkv row layout, both ways", "[gpu][exec][cuda]") {
   const int64_t B = 2, H = 3, S = 5, D = 4, ld = 40, col0 = 7;
   const auto src = random_floats(static_cast<size_t>(S * B * ld), 3);
