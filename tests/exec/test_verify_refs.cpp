@@ -68,13 +68,16 @@ std::set<std::string> expected_categories(const StepIR& ir) {
   return out;
 }
 
-VerifyReport run_checked(const StepIR& ir, bool corrupt) {
+// One step on one rank of the CPU backend, every op that has a reference checked, through an
+// Observer(checker, arg) that may alter outputs before the checker sees them.
+template <class Observer, class Arg>
+VerifyReport run_observed(const StepIR& ir, Arg arg) {
   const RankPlan plan = plan_rank(ir, 0, false);
   auto world = make_self_transport();
   auto backend = make_backend("cpu", ir, 0);
   backend->setup(plan, *world);
   OpChecker checker(plan, *backend, 1);  // every op that has a reference
-  Corrupter obs(checker, corrupt);
+  Observer obs(checker, arg);
   RuntimeOptions ro;
   ro.observer = &obs;
   ro.watchdog_s = 30;
@@ -83,6 +86,8 @@ VerifyReport run_checked(const StepIR& ir, bool corrupt) {
   (void)rt.run_step(1);
   return checker.report();
 }
+
+VerifyReport run_checked(const StepIR& ir, bool corrupt) { return run_observed<Corrupter>(ir, corrupt); }
 
 }  // namespace
 
@@ -190,21 +195,7 @@ class LinearNudger final : public OpObserver {
   float delta_;
 };
 
-VerifyReport run_nudged(const StepIR& ir, float delta) {
-  const RankPlan plan = plan_rank(ir, 0, false);
-  auto world = make_self_transport();
-  auto backend = make_backend("cpu", ir, 0);
-  backend->setup(plan, *world);
-  OpChecker checker(plan, *backend, 1);
-  LinearNudger obs(checker, delta);
-  RuntimeOptions ro;
-  ro.observer = &obs;
-  ro.watchdog_s = 30;
-  Runtime rt(plan, *backend, *world, ro);
-  rt.initialize();
-  (void)rt.run_step(1);
-  return checker.report();
-}
+VerifyReport run_nudged(const StepIR& ir, float delta) { return run_observed<LinearNudger>(ir, delta); }
 
 }  // namespace
 
