@@ -75,9 +75,7 @@ double tolerance(DType t) {
 // scale or layout (errors of order 1), and a backend that runs them in bf16 passes it as well.
 double tolerance_of(const Op& op, size_t output, DType t) {
   const GemmAttrs* g = op.gemm();
-  const bool linear = g && (g->role == GemmRole::linear_fwd || g->role == GemmRole::linear_dgrad ||
-                            g->role == GemmRole::linear_wgrad);
-  if (linear && g->math == MathMode::fp8 && output == 0) return std::max(tolerance(t), 0.1);
+  if (g && is_linear(g->role) && g->math == MathMode::fp8 && output == 0) return std::max(tolerance(t), 0.1);
   return tolerance(t);
 }
 

@@ -78,6 +78,10 @@ enum class GemmRole : uint8_t {
   attn_dk,       // dK = dS^T Q
 };
 std::string_view to_string(GemmRole r);
+// A linear layer's product (forward or either gradient), not one of unfused attention's.
+constexpr bool is_linear(GemmRole r) {
+  return r == GemmRole::linear_fwd || r == GemmRole::linear_dgrad || r == GemmRole::linear_wgrad;
+}
 
 // C[m,n] (+)= op(A)[m,k] op(B)[k,n], `batch` times.
 struct GemmAttrs {

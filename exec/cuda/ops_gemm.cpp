@@ -204,7 +204,7 @@ void run_gemm(const OpCall& call, CudaOpContext& ctx) {
     return nullptr;
   };
 
-  const bool linear = g.role == GemmRole::linear_fwd || g.role == GemmRole::linear_dgrad || g.role == GemmRole::linear_wgrad;
+  const bool linear = is_linear(g.role);
   for (const BlasCall& bc : plan.calls) {
     DType at = dtype_of(bc.a), bt = dtype_of(bc.b);
     if (bc.a == Operand::ones) at = bt;

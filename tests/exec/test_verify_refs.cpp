@@ -182,7 +182,7 @@ class LinearNudger final : public OpObserver {
   void before(const OpCall& call) override { checker_.before(call); }
   void after(const OpCall& call) override {
     const GemmAttrs* g = call.op.gemm();
-    if (g && (g->role == GemmRole::linear_fwd || g->role == GemmRole::linear_dgrad || g->role == GemmRole::linear_wgrad)) {
+    if (g && is_linear(g->role)) {
       const ResolvedRef& r = call.plan.writes[0];
       for (int64_t i = 0; i < r.numel; ++i)
         cpu::store(call.writes[0], r.dtype, i, cpu::load(call.writes[0], r.dtype, i) * (1 + (i % 2 ? delta_ : -delta_)));
