@@ -27,9 +27,12 @@
 #include <vector>
 
 #include "bench/bench_clock.hpp"
-#include "exec/core_turns.hpp"
+#include "bench/host/host_cli.hpp"
 
 namespace {
+
+namespace host = paralab::bench::host;
+using host::quantile;
 
 constexpr int kArray = 1024;  // floats: 4 KiB, in L1
 
@@ -96,12 +99,6 @@ void run_pinned(Series& s, double seconds, double window_s, const std::atomic<bo
   keep(x + a[0]);
 }
 
-// Nearest rank, not calib::quantile's interpolation: every rate printed is one window's.
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
 void print(const std::string& label, const std::vector<double>& v) {
   if (v.empty()) return;
   const double mn = quantile(v, 0), p10 = quantile(v, 0.1), med = quantile(v, 0.5), p90 = quantile(v, 0.9),
@@ -111,31 +108,16 @@ void print(const std::string& label, const std::vector<double>& v) {
               label.c_str(), v.size(), mn, p10, med, p90, mx, 100.0 * (mx - mn) / med, 100.0 * (p90 / p10 - 1.0));
 }
 
-bool parse_positive(const char* s, double& out) {
-  char* end = nullptr;
-  out = std::strtod(s, &end);
-  return end != s && *end == '\0' && out > 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   double seconds = 10, window_ms = 250;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    double* target = a == "--seconds" ? &seconds : a == "--window-ms" ? &window_ms : nullptr;
-    if (!target || i + 1 >= argc || !parse_positive(argv[i + 1], *target)) {
-      std::fprintf(stderr, "usage: paralab_host_steadiness [--seconds S > 0] [--window-ms W > 0]\n");
-      return 2;
-    }
-    ++i;
+  if (!host::parse_options(argc, argv, {{"--seconds", &seconds}, {"--window-ms", &window_ms}})) {
+    std::fprintf(stderr, "usage: paralab_host_steadiness [--seconds S > 0] [--window-ms W > 0]\n");
+    return 2;
   }
-  // The CPUs this process may use, as the executor counts them (the online ones if the
-  // affinity cannot be read).
-  const paralab::exec::CpuMask allowed = paralab::exec::affinity_mask();
   std::vector<Series> series;
-  for (int c = 0; c < static_cast<int>(allowed.size() * 64); ++c)
-    if ((allowed[static_cast<size_t>(c / 64)] >> (c % 64)) & 1u) series.push_back({c, {}, {}});
+  for (const int c : host::allowed_cpus()) series.push_back({c, {}, {}});
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < series.size(); ++i)

@@ -5,7 +5,8 @@
 # back-to-back executions of each compared with each other (`paralab compare A B`: how much
 # the machine alone moves a step). Prints markdown rows for bench/results/validate_cpu.md.
 # Run it on an otherwise idle machine; it takes about 5-7 minutes (10 with --pairs) on 2 cores,
-# after 10 s of bench/host's core steadiness (how much the cores themselves move).
+# after 10 s of bench/host's core steadiness (how much the cores themselves move) and 10 s of
+# its cross-core copies (how much the path between them moves).
 #
 # --interleave: each calibration's in-situ launches run between blocks of its executions
 # (validate --interleave); --in-situ-launches K: how many (default 4).
@@ -50,6 +51,15 @@ if [ -x "$steady" ]; then
   echo
   echo "host steadiness, 10 s before the pass (passes per ms, min / p10 / median / p90 / max):"
   "$steady" --seconds 10 | sed 's/^/    /'
+fi
+# How steady the path between cores is (bench/host/cross_core.cpp): on a VM whose vCPUs move
+# between cores that share a cache and cores that do not, a copy between them has two rates,
+# and the CPU backend's collectives two durations with them.
+cross=$build/bench/host/paralab_host_cross_core
+if [ -x "$cross" ]; then
+  echo
+  echo "cross-core copies, 10 s before the pass (512 KiB written on one CPU, copied on another):"
+  "$cross" --seconds 10 | sed 's/^/    /'
 fi
 echo
 echo "| scenario | predicted s | measured s | step error | op MAPE | runs differ: op MAPE | halves differ: op MAPE | step spread | compute per rank: predicted / measured median (min-max) ms | against the calibration's executions: runs / prediction |"
