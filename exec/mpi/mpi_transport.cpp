@@ -17,144 +17,17 @@
 #include "exec/core_turns.hpp"
 #include "exec/doorbells.hpp"
 #include "exec/error.hpp"
+#include "exec/mpi/mpi_support.hpp"
 #include "kernels/dtype.hpp"
 
 namespace paralab::exec {
 
 namespace {
 
-int world_rank_or_minus1() {
-  int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (!init || fin) return -1;
-  int r = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-// ---- 16-bit floating types: MPI has none, so a 2-byte type with user reduction ops --------
-template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool kMax>
-void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float x = Load(a[i]), y = Load(b[i]);
-    b[i] = Store(kMax ? (x > y || x != x ? x : y) : x + y);
-  }
-}
-
-struct MpiTypes {
-  MPI_Datatype half16 = MPI_DATATYPE_NULL;  // bf16 and f16 storage (2 bytes)
-  MPI_Op bf16_sum = MPI_OP_NULL, bf16_max = MPI_OP_NULL, f16_sum = MPI_OP_NULL, f16_max = MPI_OP_NULL;
-  int tag_ub = 32767;
-
-  void create() {
-    PARALAB_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &half16));
-    PARALAB_MPI_CHECK(MPI_Type_commit(&half16));
-    using kernels::bf16_bits_to_f32;
-    using kernels::f16_bits_to_f32;
-    using kernels::f32_to_bf16_bits;
-    using kernels::f32_to_f16_bits;
-    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<bf16_bits_to_f32, f32_to_bf16_bits, false>, 1, &bf16_sum));
-    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<bf16_bits_to_f32, f32_to_bf16_bits, true>, 1, &bf16_max));
-    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<f16_bits_to_f32, f32_to_f16_bits, false>, 1, &f16_sum));
-    PARALAB_MPI_CHECK(MPI_Op_create(&reduce16<f16_bits_to_f32, f32_to_f16_bits, true>, 1, &f16_max));
-    void* attr = nullptr;
-    int flag = 0;
-    PARALAB_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &attr, &flag));
-    if (flag && attr) tag_ub = *static_cast<int*>(attr);
-  }
-  void destroy() {
-    for (MPI_Op* op : {&bf16_sum, &bf16_max, &f16_sum, &f16_max})
-      if (*op != MPI_OP_NULL) MPI_Op_free(op);
-    if (half16 != MPI_DATATYPE_NULL) MPI_Type_free(&half16);
-  }
-  [[nodiscard]] MPI_Datatype type(DType t) const {
-    switch (t) {
-      case DType::f32: return MPI_FLOAT;
-      case DType::i32: return MPI_INT32_T;
-      case DType::bf16:
-      case DType::f16: return half16;
-      case DType::fp8:
-      case DType::u8: return MPI_UINT8_T;
-    }
-    return MPI_BYTE;
-  }
-  [[nodiscard]] MPI_Op op(DType t, ReduceOp r) const {
-    switch (t) {
-      case DType::bf16: return r == ReduceOp::sum ? bf16_sum : bf16_max;
-      case DType::f16: return r == ReduceOp::sum ? f16_sum : f16_max;
-      default: return r == ReduceOp::sum ? MPI_SUM : MPI_MAX;
-    }
-  }
-};
-
-int to_int_count(int64_t n, const char* what) {
-  if (n < 0 || n > INT_MAX)
-    throw ExecError(world_rank_or_minus1(), std::string(what) + ": " + std::to_string(n) +
-                                                " elements exceed MPI's int count limit");
-  return static_cast<int>(n);
-}
-
-// Polls requests to completion. Nonblocking collectives (Open MPI's libnbc) advance one round
-// per test on each side, so for the first 0.5 ms both sides busy-poll without yielding (a
-// sched_yield on a loaded host gives the core away for a whole time slice: milliseconds per
-// round); after that the poller sleeps 20 us, growing to at most 100 us. The spin window sets
-// what a late peer costs: on cpu-tp2 (2 ranks, 2 cores) a collective whose members arrived
-// within 0.1 ms of each other ended 13 us (median) after the last arrival, one whose early
-// member had gone to sleep 350 us after it (several rounds at a sleeper's pace); a 0.5 ms
-// window took the step's median over 8 runs from 79 to 54 ms (cpu-tp2-dp2-zero3: 68 to 54 ms;
-// cpu-pp4, cpu-dp2-zero2, cpu-cp2 unchanged), 2 ms no further (docs/executor.md). The sleep
-// cap bounds what a round costs once a late peer arrives (with a 1 ms cap, 2-rank TP
-// reduce-scatters measured 2.4 ms against 0.09 ms when both sides arrive together:
-// bench/results/validate_cpu.md), while a long wait (a pipeline bubble, a gradient reduction
-// waiting for the slowest replica) costs a wake-up per 100 us, a few % of a core.
-// With core turns (more ranks than cores: exec/core_turns.hpp) the poller holds its op's turn
-// and, whenever another thread of the node waits for one, hands it over and queues again
-// (every 32 tests in the spin window, every test after it); it never sleeps, since it only
-// polls when no one else wants the core.
-// With doorbells (exec/doorbells.hpp) the caller has just posted its side of the call, so it
-// first rings the group's other members on its host, and a poller past its window sleeps on
-// its own bell: a peer's arrival wakes it at once, and it polls from then on as one that had
-// just arrived (a fresh spin window). Peers on other hosts ring nothing.
-// The wait policy is consulted throughout (watchdog, failure of another stream), with the
-// time since the call began.
-void wait_all(int n, MPI_Request* reqs, const WaitPolicy& w, const GroupBells& bells) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  constexpr double kSpinS = kPollSpinUs * 1e-6;
-  constexpr int64_t kMaxSleepUs = 100;
-  bells.ring_peers();
-  auto spin_from = t0;
-  int64_t sleep_us = 20;
-  double spun = 0;
-  for (int64_t iter = 0;; ++iter) {
-    // Read before the test: a ring between the test and the sleep then ends the sleep at once.
-    const uint32_t heard = bells.mine ? Doorbells::heard(*bells.mine) : 0;
-    int done = 0;
-    PARALAB_MPI_CHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return;
-    if (iter % 32 != 0 && spun < kSpinS) continue;
-    const auto now = clock::now();
-    spun = std::chrono::duration<double>(now - spin_from).count();
-    if (w.yield_turn()) {
-      // Core turns: polling is one more turn in the node's queue, never a sleep.
-    } else if (spun >= kSpinS) {
-      if (!bells.mine) {
-        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-      } else if (Doorbells::sleep(*bells.mine, heard, sleep_us)) {
-        spin_from = clock::now();  // a peer arrived: poll as if just arrived
-        spun = 0;
-        sleep_us = 20;
-        w.check(std::chrono::duration<double>(spin_from - t0).count());
-        continue;
-      }
-      sleep_us = std::min<int64_t>(sleep_us * 2, kMaxSleepUs);
-    }
-    w.check(std::chrono::duration<double>(now - t0).count());
-  }
-}
+using mpi_detail::MpiTypes;
+using mpi_detail::to_int_count;
+using mpi_detail::wait_all;
+using mpi_detail::world_rank_or_minus1;
 
 class MpiComm final : public GroupComm {
  public:
