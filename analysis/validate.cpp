@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "analysis/calibrate.hpp"
+#include "analysis/comm_speeds.hpp"
 #include "analysis/launch.hpp"
 #include "analysis/reference_runs.hpp"
 #include "analysis/temp_dir.hpp"
@@ -278,6 +279,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       }
       v.run_to_run_op_mape_pct = run_to_run_mape_pct(durations, v.runs);
       v.split_half_op_mape_pct = split_half_mape_pct(durations, v.runs, v.run_launch);
+      v.comm_speeds = comm_two_speeds(durations, comm_classes(v.measured), v.run_launch);
       for (OpTiming& t : v.measured.result.ops) t.end_us = t.start_us + upper_median(compared.at({t.rank, t.op}));
     }
     v.compute_busy = busy_summary(std::move(busy_s), v.predicted.result);
@@ -294,6 +296,10 @@ ValidateOutcome validate(const ValidateOptions& opts) {
                   v.split_half_op_mape_pct, ValidateOutcome::kReferenceNoiseWarnPct);
     log(buf);
     v.warnings.emplace_back(buf);
+  }
+  for (const CommSpeeds& c : v.comm_speeds) {
+    log(two_speeds_warning(c));
+    v.warnings.push_back(two_speeds_warning(c));
   }
   v.total_s = since(t0);
   return v;
@@ -332,7 +338,15 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                   {"comm_ops_aligned", v.comm_ops_aligned},
                   {"run_to_run_op_mape_pct", measured_if(v.runs >= 2, v.run_to_run_op_mape_pct)},
                   {"run_to_run_step_spread_pct", measured_if(v.runs >= 2, v.run_to_run_step_spread_pct)},
-                  {"split_half_op_mape_pct", measured_if(v.halves(), v.split_half_op_mape_pct)}};
+                  {"split_half_op_mape_pct", measured_if(v.halves(), v.split_half_op_mape_pct)},
+                  {"comm_two_speeds", nlohmann::json::array()}};
+  for (const CommSpeeds& c : v.comm_speeds)
+    j["execute"]["comm_two_speeds"].push_back({{"class", c.cls},
+                                               {"ops_per_run", c.ops},
+                                               {"fast_launches", c.fast_launches},
+                                               {"fast_us", c.fast_us},
+                                               {"slow_launches", c.slow_launches},
+                                               {"slow_us", c.slow_us}});
   if (const auto& b = v.compute_busy; b.samples > 0) {
     j["execute"]["compute_per_rank_s"] = {
         {"predicted", b.predicted_s}, {"min", b.min_s}, {"median", b.median_s}, {"max", b.max_s}, {"samples", b.samples}};

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "analysis/comm_speeds.hpp"
 #include "analysis/run_noise.hpp"
 #include "ir/step_ir.hpp"
 #include "results/result_io.hpp"
@@ -129,6 +130,9 @@ struct ValidateOutcome {
   // where its op MAPE was 12.0 and 17.8 % (bench/results/validate_cpu.md: J5 of the
   // "thirty-second session", K1 of the "thirty-third").
   static constexpr double kReferenceNoiseWarnPct = 15.0;
+  // The classes of communication whose launches ran at two speeds (analysis/comm_speeds.hpp),
+  // largest ratio first; each is also a warning.
+  std::vector<CommSpeeds> comm_speeds;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   // Every warning validate logged ("warning: ..."): the host's drift since calibrating, what the
   // reference executions warned of (an FP8 step run in bf16), the reference's halves apart. They

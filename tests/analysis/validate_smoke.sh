@@ -77,6 +77,13 @@ def tail(line): return line[line.index("warning: "):].strip()
 logged = [tail(l) for l in err.splitlines() if "warning: " in l]
 assert sorted(tail(w) for w in v["warnings"]) == sorted(logged), (v["warnings"], logged)
 assert any("per-op medians of the even and the odd" in w for w in v["warnings"]) == warned, v["warnings"]
+# A class of communication at two speeds: a JSON entry and a warning each, 2x apart or more.
+speeds = v["execute"]["comm_two_speeds"]
+assert isinstance(speeds, list), speeds
+for c in speeds:
+    assert c["slow_us"] >= 2 * c["fast_us"] > 0 and c["fast_launches"] >= 2 and c["slow_launches"] >= 2, c
+    assert c["ops_per_run"] >= 10, c
+assert sum("ran at two speeds" in w for w in v["warnings"]) == len(speeds), (speeds, v["warnings"])
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 # The order on stderr: in-situ launch 1, runs, launch 2, runs, launch 3, runs, the measuring job, runs.

@@ -1,0 +1,109 @@
+// paralab — a class of communication at two speeds across launches (see comm_speeds.hpp).
+#include "analysis/comm_speeds.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <stdexcept>
+
+#include "analysis/compare.hpp"
+
+namespace paralab::calib {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<CommSpeeds> comm_two_speeds(const RunDurations& durations,
+                                        const std::map<std::pair<int64_t, OpId>, std::string>& class_of,
+                                        const std::vector<int>& launch_of) {
+  std::vector<CommSpeeds> out;
+  if (launch_of.empty()) return out;
+  const int launches = *std::max_element(launch_of.begin(), launch_of.end()) + 1;
+  if (launches < kMinLaunchesForSpeeds) return out;
+  // Per class: every duration of its ops, by launch; and its ops per run.
+  struct Class {
+    std::vector<std::vector<double>> by_launch;
+    int64_t ops = 0;
+  };
+  std::map<std::string, Class> classes;
+  for (const auto& [key, d] : durations) {
+    const auto c = class_of.find(key);
+    if (c == class_of.end()) continue;
+    if (d.size() != launch_of.size())
+      throw std::invalid_argument("comm_two_speeds: an op has " + std::to_string(d.size()) + " durations for " +
+                                  std::to_string(launch_of.size()) + " runs");
+    Class& k = classes[c->second];
+    k.by_launch.resize(static_cast<size_t>(launches));
+    ++k.ops;
+    for (size_t run = 0; run < d.size(); ++run) {
+      const int l = launch_of[run];
+      if (l < 0) throw std::invalid_argument("comm_two_speeds: a run's launch is negative");
+      k.by_launch[static_cast<size_t>(l)].push_back(d[run]);
+    }
+  }
+  for (auto& [cls, k] : classes) {
+    if (k.ops < kMinOpsPerClass) continue;
+    std::vector<double> medians;
+    for (std::vector<double>& v : k.by_launch)
+      if (!v.empty()) medians.push_back(median_of(std::move(v)));
+    const int n = static_cast<int>(medians.size());
+    if (n < kMinLaunchesForSpeeds) continue;
+    std::sort(medians.begin(), medians.end());
+    // The widest gap between consecutive launch medians (as a ratio) splits fast from slow.
+    int split = -1;
+    double widest = 0;
+    for (int i = 0; i + 1 < n; ++i) {
+      const double lo = medians[static_cast<size_t>(i)], hi = medians[static_cast<size_t>(i + 1)];
+      if (lo <= 0) continue;
+      if (hi / lo > widest) widest = hi / lo, split = i;
+    }
+    if (split < 0 || widest < kMinGapRatio || split + 1 < kMinLaunchesPerSpeed || n - split - 1 < kMinLaunchesPerSpeed)
+      continue;
+    const std::vector<double> fast(medians.begin(), medians.begin() + split + 1);
+    const std::vector<double> slow(medians.begin() + split + 1, medians.end());
+    CommSpeeds s;
+    s.cls = cls;
+    s.ops = k.ops;
+    s.fast_launches = static_cast<int>(fast.size());
+    s.slow_launches = static_cast<int>(slow.size());
+    s.fast_us = median_of(fast);
+    s.slow_us = median_of(slow);
+    // The groups' medians, not only the gap's two ends, must be that far apart.
+    if (s.ratio() >= kTwoSpeedsRatio) out.push_back(s);
+  }
+  std::sort(out.begin(), out.end(), [](const CommSpeeds& a, const CommSpeeds& b) { return a.ratio() > b.ratio(); });
+  return out;
+}
+
+std::map<std::pair<int64_t, OpId>, std::string> comm_classes(const LoadedResult& r) {
+  std::map<std::pair<int64_t, OpId>, std::string> out;
+  if (!r.has_ops) return out;
+  for (size_t i = 0; i < r.result.ops.size() && i < r.meta.size(); ++i) {
+    const OpMeta& m = r.meta[i];
+    if (m.kind != "collective" && m.kind != "send" && m.kind != "recv" && m.kind != "sendrecv") continue;
+    out[{r.result.ops[i].rank, r.result.ops[i].op}] = op_class(m) + ", " + m.phase;
+  }
+  return out;
+}
+
+std::string two_speeds_warning(const CommSpeeds& s) {
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "warning: the %s calls (%lld per run) ran at two speeds: a median %.4g us in %d launches, %.4g us in %d "
+                "(%.1fx), nothing between. This host's communication switched speed between launches (on a VM, "
+                "often the hypervisor moving its vCPUs between cores that share a cache and cores that do not: "
+                "paralab_host_cross_core measures it), and a reference or a calibration that met another mix "
+                "of the two differs on these calls by that much; an error of that size on them is the host's",
+                s.cls.c_str(), static_cast<long long>(s.ops), s.fast_us, s.fast_launches, s.slow_us, s.slow_launches,
+                s.ratio());
+  return buf;
+}
+
+}  // namespace paralab::calib
