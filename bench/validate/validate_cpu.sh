@@ -83,6 +83,20 @@ print("| %s | %.4g | %.4g | %+.1f %% | %.1f %% | %s | %s | %s | %s | %s |" % (
     d["op_mape_pct"], pct(e["run_to_run_op_mape_pct"]), pct(e["split_half_op_mape_pct"]), pct(e["run_to_run_step_spread_pct"]), busy, host))
 PY
 done
+# The classes of communication that ran at two speeds across a scenario's launches (validate's
+# warning: the host switched speeds, analysis/comm_speeds.hpp).
+echo
+echo "communication at two speeds (validate's execute.comm_two_speeds):"
+for s in "${scenarios[@]}"; do
+  [ -s "$out/$s.json" ] || continue
+  python3 - "$out/$s.json" "$s" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["execute"].get("comm_two_speeds", [])
+print("    %s: %s" % (sys.argv[2], "; ".join("%s, %.4g us in %d launches, %.4g us in %d (%.1fx)" % (
+    x["class"], x["fast_us"], x["fast_launches"], x["slow_us"], x["slow_launches"], x["slow_us"] / x["fast_us"]) for x in c) or "none"))
+PY
+done
 [ $pairs -eq 1 ] || exit 0
 
 # Two executions compared with each other (raw intervals: communication not aligned).
