@@ -149,6 +149,7 @@ struct CalibrationResult {
     CallClass cls;
     double extra_us = 0;
     size_t calls = 0;
+    double executed_us = 0;  // the median of its calls' times (each its executions' median)
   };
   std::vector<CallCost> call_costs;
   // CollectiveSpec::call_tail_us: per in-situ execution, its calls' mean time beyond their

@@ -202,11 +202,13 @@ void fit_all(CalibrationResult& r) {
     // Each point's collective class (CommSample::call_class), alongside.
     std::vector<LadPoint> awake, asleep;
     std::vector<std::optional<CallClass>> awake_class, asleep_class;
+    std::vector<double> awake_time, asleep_time;  // each call's median time (us), alongside
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
       // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
       (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.cls});
       (std::get<0>(id) ? asleep_class : awake_class).push_back(k.call_class);
+      (std::get<0>(id) ? asleep_time : awake_time).push_back(k.fit_us + extra);
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
     std::vector<LadPoint> all = awake;
@@ -214,8 +216,10 @@ void fit_all(CalibrationResult& r) {
     if (!split) {
       awake = all;
       awake_class.insert(awake_class.end(), asleep_class.begin(), asleep_class.end());
+      awake_time.insert(awake_time.end(), asleep_time.begin(), asleep_time.end());
       asleep.clear();
       asleep_class.clear();
+      asleep_time.clear();
     }
     r.in_situ_awake_calls = awake.size();
     r.in_situ_asleep_calls = asleep.size();
@@ -280,13 +284,19 @@ void fit_all(CalibrationResult& r) {
     // session").
     r.call_costs.clear();
     {
+      // Also each class's calls' median time as executed, which validate compares its own runs'
+      // calls with (the host's communication can change speed between the two: comm_speeds.hpp).
       std::map<CallClass, std::vector<std::pair<double, double>>> by_class;
+      std::map<CallClass, std::vector<double>> times;
       for (size_t i = 0; i < pts.size(); ++i)
-        if (pts[i].cls == kCollective && awake_class[i]) by_class[*awake_class[i]].push_back({pts[i].y - c * pts[i].x, pts[i].w});
+        if (pts[i].cls == kCollective && awake_class[i]) {
+          by_class[*awake_class[i]].push_back({pts[i].y - c * pts[i].x, pts[i].w});
+          times[*awake_class[i]].push_back(awake_time[i]);
+        }
       for (auto& [cls, v] : by_class)
         if (v.size() >= kMinWakeCalls) {
           const size_t n = v.size();
-          r.call_costs.push_back({cls, std::max(0.0, weighted_median(std::move(v))), n});
+          r.call_costs.push_back({cls, std::max(0.0, weighted_median(std::move(v))), n, quantile(times[cls], 0.5)});
         }
     }
     // A collective's own per-call cost beyond the fit: its class's where it has one, else the

@@ -145,7 +145,8 @@ Topology calibrated_topology(const CalibrationResult& r) {
   t.calibration.dispatch = r.dispatch_by_busy;
   if (r.have_in_situ_comm())
     for (const CalibrationResult::CallCost& k : r.call_costs)
-      t.calibration.calls.push_back({std::get<0>(k.cls), std::get<1>(k.cls), std::get<2>(k.cls), r.comm_fit.launch_us + k.extra_us});
+      t.calibration.calls.push_back(
+          {std::get<0>(k.cls), std::get<1>(k.cls), std::get<2>(k.cls), r.comm_fit.launch_us + k.extra_us, k.executed_us});
   for (const auto& [name, steps] : r.in_situ.step_s) {
     if (steps.s.empty()) continue;
     const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());

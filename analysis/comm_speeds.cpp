@@ -7,10 +7,16 @@
 #include <stdexcept>
 
 #include "analysis/compare.hpp"
+#include "ir/enum_names.hpp"
 
 namespace paralab::calib {
 
 namespace {
+
+// A warning line: the host's part of the explanation is the same for both warnings.
+constexpr const char* kHostHint =
+    "on a VM, often the hypervisor moving its vCPUs between cores that share a cache and cores that do not: "
+    "paralab_host_cross_core measures it";
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -94,16 +100,54 @@ std::map<std::pair<int64_t, OpId>, std::string> comm_classes(const LoadedResult&
 }
 
 std::string two_speeds_warning(const CommSpeeds& s) {
-  char buf[640];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "warning: the %s calls (%lld per run) ran at two speeds: a median %.4g us in %d launches, %.4g us in %d "
-                "(%.1fx), nothing between. This host's communication switched speed between launches (on a VM, "
-                "often the hypervisor moving its vCPUs between cores that share a cache and cores that do not: "
-                "paralab_host_cross_core measures it), and a reference or a calibration that met another mix "
-                "of the two differs on these calls by that much; an error of that size on them is the host's",
+                "(%.1fx), nothing between. This host's communication switched speed between launches (%s), and a "
+                "reference or a calibration that met another mix of the two differs on these calls by that much; an "
+                "error of that size on them is the host's",
                 s.cls.c_str(), static_cast<long long>(s.ops), s.fast_us, s.fast_launches, s.slow_us, s.slow_launches,
-                s.ratio());
+                s.ratio(), kHostHint);
   return buf;
+}
+
+std::vector<CallsSinceCalibration> calls_since_calibration(const LoadedResult& reference,
+                                                           const std::vector<CallPoint>& calls) {
+  std::vector<CallsSinceCalibration> out;
+  if (!reference.has_ops) return out;
+  std::map<std::string, std::vector<double>> measured;  // class -> the reference's op durations
+  for (size_t i = 0; i < reference.result.ops.size() && i < reference.meta.size(); ++i) {
+    const OpMeta& m = reference.meta[i];
+    if (m.kind != "collective") continue;
+    const OpTiming& t = reference.result.ops[i];
+    measured[op_class(m) + ", " + m.phase].push_back(t.end_us - t.start_us);
+  }
+  for (const CallPoint& p : calls) {
+    if (p.executed_us <= 0) continue;
+    const std::string cls = std::string(enum_to_string(p.collective)) + " " + std::string(enum_to_string(p.group)) +
+                            ", " + std::string(enum_to_string(p.phase));
+    const auto it = measured.find(cls);
+    if (it == measured.end() || it->second.empty()) continue;
+    CallsSinceCalibration c;
+    c.cls = cls;
+    c.ops = static_cast<int64_t>(it->second.size());
+    c.calibrated_us = p.executed_us;
+    c.measured_us = median_of(it->second);
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string call_drift_warning(const CallsSinceCalibration& c) {
+  const std::string head = "warning: the " + c.cls + " calls took a median ";
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "%.4g us in these runs and %.4g us in the calibration's executions (%.2fx): the host's communication "
+                "changed speed since it was calibrated (%s); the prediction of these %lld calls rests on those "
+                "executions, and an error on them of up to that ratio is the host's, not the model's (run again, or "
+                "--recalibrate)",
+                c.measured_us, c.calibrated_us, c.ratio(), kHostHint, static_cast<long long>(c.ops));
+  return head + buf;
 }
 
 }  // namespace paralab::calib

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/run_noise.hpp"
+#include "ir/topology.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab::calib {
@@ -58,5 +59,29 @@ std::map<std::pair<int64_t, OpId>, std::string> comm_classes(const LoadedResult&
 
 // validate's warning line for one such class ("warning: ...").
 std::string two_speeds_warning(const CommSpeeds& s);
+
+// A class of collective as the calibration's executions ran it ([[calibration.call]]'s
+// executed_us) and as validate's reference did: the median over the class's ops of their
+// compared durations (each op's median over the fastest half). The same statistic on both
+// sides, measurement against measurement: a ratio far from 1 is the host's communication
+// changing speed between calibrating and measuring, which the step time (host drift) hides when
+// the calls are a small part of it (N10 of the forty-third session: quickstart's step +2.7 %
+// from its calibration's executions, its forward all-gathers several times slower).
+struct CallsSinceCalibration {
+  std::string cls;  // as comm_classes names it: "all_gather tp, fwd"
+  int64_t ops = 0;  // the reference's ops of the class
+  double calibrated_us = 0, measured_us = 0;
+  [[nodiscard]] double ratio() const { return calibrated_us > 0 ? measured_us / calibrated_us : 0.0; }
+};
+// Beyond this ratio either way validate warns.
+constexpr double kCallDriftWarnRatio = 2.0;
+
+// Every class of `calls` with executed_us > 0 and ops in `reference` (a trace with per-op
+// timings), in the calibration's order.
+std::vector<CallsSinceCalibration> calls_since_calibration(const LoadedResult& reference,
+                                                           const std::vector<CallPoint>& calls);
+
+// validate's warning line for one class beyond kCallDriftWarnRatio ("warning: ...").
+std::string call_drift_warning(const CallsSinceCalibration& c);
 
 }  // namespace paralab::calib

@@ -191,10 +191,14 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   if (refs.count() == 0) refs.run_block(0, 1);
 
   // 2. Simulate on the calibrated topology.
+  std::vector<CallPoint> calibrated_calls;
   {
     const auto ts = clock_type::now();
     const Scenario sc = calibrated ? std::move(*calibrated) : load_scenario(opts.scenario, calibrated_sets);
     const std::string digest = scenario_digest(s);
+    // Its per-class call times describe this scenario's calls only when it executed nothing else.
+    if (sc.topology.calibration.executions.size() == 1 && sc.topology.calibration.executions[0].digest == digest)
+      calibrated_calls = sc.topology.calibration.calls;
     for (const ExecutionPoint& e : sc.topology.calibration.executions)
       if (e.digest == digest) {
         v.host_drift.executions = e.executions;
@@ -297,6 +301,12 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     log(buf);
     v.warnings.emplace_back(buf);
   }
+  v.calls_since_calibration = calls_since_calibration(v.measured, calibrated_calls);
+  for (const CallsSinceCalibration& c : v.calls_since_calibration)
+    if (c.ratio() >= kCallDriftWarnRatio || c.ratio() <= 1.0 / kCallDriftWarnRatio) {
+      log(call_drift_warning(c));
+      v.warnings.push_back(call_drift_warning(c));
+    }
   for (const CommSpeeds& c : v.comm_speeds) {
     log(two_speeds_warning(c));
     v.warnings.push_back(two_speeds_warning(c));
@@ -325,7 +335,11 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                                     {"measured_step_fast_s", h.measured_step_s},
                                     {"measured_step_median_s", h.measured_median_s},
                                     {"host_drift_pct", h.pct_of(h.measured_step_s)},
-                                    {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)}};
+                                    {"predicted_error_pct", h.pct_of(v.predicted.result.step_time_s)},
+                                    {"calls", nlohmann::json::array()}};
+  for (const CallsSinceCalibration& c : v.calls_since_calibration)
+    j["calibration"]["executed"]["calls"].push_back(
+        {{"class", c.cls}, {"ops", c.ops}, {"executed_us", c.calibrated_us}, {"measured_us", c.measured_us}});
   // A noise figure that needs more runs than were made is null, not 0: 0 would read as "no noise".
   auto measured_if = [](bool made, double pct) { return made ? nlohmann::json(pct) : nlohmann::json(nullptr); };
   j["execute"] = {{"command", v.launch},

@@ -133,6 +133,10 @@ struct ValidateOutcome {
   // The classes of communication whose launches ran at two speeds (analysis/comm_speeds.hpp),
   // largest ratio first; each is also a warning.
   std::vector<CommSpeeds> comm_speeds;
+  // Each class of collective the calibration's executions (of this scenario alone) recorded,
+  // against these runs' (analysis/comm_speeds.hpp); a class beyond kCallDriftWarnRatio either
+  // way is also a warning.
+  std::vector<CallsSinceCalibration> calls_since_calibration;
   double calibrate_s = 0, simulate_s = 0, execute_s = 0, total_s = 0;
   // Every warning validate logged ("warning: ..."): the host's drift since calibrating, what the
   // reference executions warned of (an FP8 step run in bf16), the reference's halves apart. They

@@ -258,6 +258,10 @@ struct CallPoint {
   GroupKind group = GroupKind::tp;
   Phase phase = Phase::forward;
   double launch_lat_us = 0;
+  // What the class's calls took in the executions it was fitted on (us; 0: not recorded): the
+  // median over its calls of each call's median over the executions. Not a model input:
+  // validate compares its own runs' calls of the class with it (docs/calibration.md).
+  double executed_us = 0;
 };
 struct Calibration {
   std::string source;    // how and where it was measured

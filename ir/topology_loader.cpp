@@ -214,7 +214,7 @@ DispatchPoint read_dispatch_point(const RawTable& e, const std::string& file) {
 
 CallPoint read_call_point(const RawTable& e, const std::string& file) {
   CallPoint p;
-  constexpr const char* kAllowed = "collective, group, phase, launch_lat_us";
+  constexpr const char* kAllowed = "collective, group, phase, launch_lat_us, executed_us";
   bool have_kind = false, have_group = false, have_phase = false, have_lat = false;
   for (const auto& [k, v] : e) {
     const std::string key = "calibration.call." + k;
@@ -222,6 +222,7 @@ CallPoint read_call_point(const RawTable& e, const std::string& file) {
     else if (k == "group") { p.group = read_enum<GroupKind>(v, key); have_group = true; }
     else if (k == "phase") { p.phase = read_enum<Phase>(v, key); have_phase = true; }
     else if (k == "launch_lat_us") { p.launch_lat_us = read_double(v, key, 0, 1e6); have_lat = true; }
+    else if (k == "executed_us") p.executed_us = read_double(v, key, 0, 1e7);
     else throw ConfigError(v.loc, key, v.text, "unknown key", kAllowed);
   }
   if (!have_kind || !have_group || !have_phase || !have_lat)

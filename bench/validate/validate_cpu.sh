@@ -86,7 +86,8 @@ done
 # The classes of communication that ran at two speeds across a scenario's launches (validate's
 # warning: the host switched speeds, analysis/comm_speeds.hpp).
 echo
-echo "communication at two speeds (validate's execute.comm_two_speeds):"
+echo "communication at two speeds across the launches (validate's execute.comm_two_speeds), and 2x or more"
+echo "from the calibration's executions (calibration.executed.calls):"
 for s in "${scenarios[@]}"; do
   [ -s "$out/$s.json" ] || continue
   python3 - "$out/$s.json" "$s" <<'PY'
@@ -95,6 +96,10 @@ d = json.load(open(sys.argv[1]))
 c = d["execute"].get("comm_two_speeds", [])
 print("    %s: %s" % (sys.argv[2], "; ".join("%s, %.4g us in %d launches, %.4g us in %d (%.1fx)" % (
     x["class"], x["fast_us"], x["fast_launches"], x["slow_us"], x["slow_launches"], x["slow_us"] / x["fast_us"]) for x in c) or "none"))
+e = (d["calibration"].get("executed") or {}).get("calls", [])
+far = [x for x in e if x["measured_us"] >= 2 * x["executed_us"] or 2 * x["measured_us"] <= x["executed_us"]]
+print("    %s since calibrating: %s" % (sys.argv[2], "; ".join("%s, %.4g us, calibrated %.4g us (%.2fx)" % (
+    x["class"], x["measured_us"], x["executed_us"], x["measured_us"] / x["executed_us"]) for x in far) or "none"))
 PY
 done
 [ $pairs -eq 1 ] || exit 0

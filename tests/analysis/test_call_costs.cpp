@@ -89,6 +89,9 @@ TEST_CASE("in situ, a collective class with 20 awake calls sets its own per-call
   CHECK(r.call_costs[1].cls == bwd);
   CHECK(r.call_costs[1].extra_us == Approx(bwd_extra));
   CHECK(r.wake_us == Approx(500 - bwd_extra));  // beyond the pooled cost it would be ~440 us
+  // Each class's calls' median time as executed (the awake ones; what validate compares with).
+  CHECK(r.call_costs[0].executed_us == Approx(fit + 54.5));
+  CHECK(r.call_costs[1].executed_us == Approx(fit + 214.5));
 
   // The file: a point per class, launch = the sweep's launch + the class's extra; it loads.
   const std::string toml = topology_toml(r);
@@ -102,6 +105,8 @@ TEST_CASE("in situ, a collective class with 20 awake calls sets its own per-call
   CHECK(t.calibration.calls[0].launch_lat_us == Approx(r.comm_fit.launch_us + fwd_extra).epsilon(1e-5));
   CHECK(t.calibration.calls[1].phase == Phase::backward);
   CHECK(t.calibration.calls[1].launch_lat_us == Approx(r.comm_fit.launch_us + bwd_extra).epsilon(1e-5));
+  CHECK(t.calibration.calls[0].executed_us == Approx(fit + 54.5).epsilon(1e-5));
+  CHECK(t.calibration.calls[1].executed_us == Approx(fit + 214.5).epsilon(1e-5));
   CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
   CHECK(t.collectives.wake_us == Approx(r.wake_us).epsilon(1e-5));
 

@@ -1,7 +1,8 @@
 // paralab tests — a class of communication at two speeds across launches
 // (analysis/comm_speeds.hpp): found where the launches split into a fast and a slow group, not
 // for one slow launch, a steady class, an even spread, too few launches or ops, or compute ops;
-// on random durations drawn from two levels and from one; and the classes of a trace's ops.
+// on random durations drawn from two levels and from one; the classes of a trace's ops; and a
+// class's calls in validate's reference against the calibration's executions of them.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -154,4 +155,51 @@ TEST_CASE("comm classes: a trace's collectives and transfers by class and phase"
   CHECK(c.at({1, 4}) == "send pp, bwd");
   r.has_ops = false;
   CHECK(comm_classes(r).empty());
+}
+
+TEST_CASE("calls since calibration: the reference's class medians against the calibration's executed ones",
+          "[analysis][noise]") {
+  LoadedResult r;
+  r.has_ops = true;
+  auto add = [&r](OpId op, double us, const std::string& collective, const std::string& phase) {
+    OpTiming t;
+    t.rank = 0;
+    t.op = op;
+    t.start_us = 1000.0 * static_cast<double>(op);
+    t.end_us = t.start_us + us;
+    r.result.ops.push_back(t);
+    OpMeta m;
+    m.kind = "collective", m.collective = collective, m.group = "tp", m.phase = phase;
+    r.meta.push_back(m);
+  };
+  // Forward all-gathers at 240-260 us (median 250), backward ones at 150, a transfer (no class).
+  add(0, 240, "all_gather", "fwd");
+  add(1, 250, "all_gather", "fwd");
+  add(2, 260, "all_gather", "fwd");
+  add(3, 150, "all_gather", "bwd");
+  add(4, 152, "all_gather", "bwd");
+  OpTiming t;
+  t.rank = 0, t.op = 5, t.start_us = 0, t.end_us = 90;
+  r.result.ops.push_back(t);
+  OpMeta send;
+  send.kind = "send", send.group = "pp", send.phase = "fwd";
+  r.meta.push_back(send);
+  std::vector<CallPoint> calls;
+  calls.push_back({CollKind::all_gather, GroupKind::tp, Phase::forward, 120.0, 66.0});
+  calls.push_back({CollKind::all_gather, GroupKind::tp, Phase::backward, 150.0, 148.0});
+  calls.push_back({CollKind::reduce_scatter, GroupKind::tp, Phase::backward, 150.0, 140.0});  // none measured
+  calls.push_back({CollKind::all_gather, GroupKind::dp, Phase::forward, 50.0, 0.0});          // not recorded
+  const auto c = calls_since_calibration(r, calls);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].cls == "all_gather tp, fwd");
+  CHECK(c[0].ops == 3);
+  CHECK(c[0].calibrated_us == 66.0);
+  CHECK(c[0].measured_us == 250.0);
+  CHECK(c[0].ratio() == Approx(250.0 / 66.0));
+  CHECK(c[1].cls == "all_gather tp, bwd");
+  CHECK(c[1].measured_us == Approx(151.0));
+  const std::string w = call_drift_warning(c[0]);
+  CHECK(w.rfind("warning: the all_gather tp, fwd calls took a median 250 us in these runs and 66 us", 0) == 0);
+  r.has_ops = false;
+  CHECK(calls_since_calibration(r, calls).empty());
 }

@@ -84,6 +84,13 @@ for c in speeds:
     assert c["slow_us"] >= 2 * c["fast_us"] > 0 and c["fast_launches"] >= 2 and c["slow_launches"] >= 2, c
     assert c["ops_per_run"] >= 10, c
 assert sum("ran at two speeds" in w for w in v["warnings"]) == len(speeds), (speeds, v["warnings"])
+# Each class of collective the calibration executed, against these runs: a warning for each 2x apart.
+x = v["calibration"].get("executed")
+calls = x["calls"] if x else []
+for c in calls:
+    assert c["executed_us"] > 0 and c["measured_us"] > 0 and c["ops"] > 0, c
+drift = [c for c in calls if c["measured_us"] >= 2 * c["executed_us"] or 2 * c["measured_us"] <= c["executed_us"]]
+assert sum("changed speed since it was calibrated" in w for w in v["warnings"]) == len(drift), (calls, v["warnings"])
 PY
 ls "$work"/cache/calibration/*/cpu-np2-*.toml >/dev/null || { echo "no cached calibration"; exit 1; }
 # The order on stderr: in-situ launch 1, runs, launch 2, runs, launch 3, runs, the measuring job, runs.

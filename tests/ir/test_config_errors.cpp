@@ -305,7 +305,10 @@ TEST_CASE("a calibration's per-class call costs load and bad ones are refused", 
   CHECK(t.calibration.calls[1].collective == paralab::CollKind::reduce_scatter);
   CHECK(t.calibration.calls[1].phase == paralab::Phase::backward);
   CHECK(t.calibration.calls[1].launch_lat_us == 140.0);
+  CHECK(t.calibration.calls[0].executed_us == 0.0);  // not recorded
   CHECK(load_topology_text(head).calibration.calls.empty());
+  // What the class's calls took in the calibration's executions (validate compares with it).
+  CHECK(load_topology_text(head + ag + "executed_us = 66.5\n").calibration.calls[0].executed_us == 66.5);
 
   const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem,
                            const std::string& allowed) {
@@ -326,6 +329,7 @@ TEST_CASE("a calibration's per-class call costs load and bad ones are refused", 
           "calibration.call.launch_lat_us", 15, "out of range", "");
   refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlat_us = 3\n",
           "calibration.call.lat_us", 15, "unknown key", "launch_lat_us");
+  refused(ag + "executed_us = -1\n", "calibration.call.executed_us", 16, "out of range", "");
   refused(ag + ag, "calibration.call", 17, "same collective, group and phase", "each (collective, group, phase) once");
 }
 
