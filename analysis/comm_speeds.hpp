@@ -1,12 +1,13 @@
-// paralab — whether a class of communication ran at two speeds across launches (validate's
-// "two speeds" warning, docs/calibration.md "validate"). On the project's 2-vCPU VM the path
-// between the two cores has two speeds, switched by the hypervisor for seconds at a time (a
-// 512 KiB copy in 11.3 or 23.8 us, bench/host/cross_core.cpp), and quickstart's forward 1 MB
-// all-gathers took a median 60-86 us in 20 of 32 launches and 243-263 us in 9
-// (bench/results/validate_cpu.md, "forty-third session"). A reference and a calibration that
-// met different mixes of the two disagree per call by up to 3.5x; no model of the step can say
-// which a later run meets. This finds such a class in validate's executions, so that the
-// verdict says so.
+// paralab — the host's communication speed in validate's executions: whether a class of
+// communication ran at two speeds across the launches, and whether its calls ran at the speed
+// the calibration's executions met (validate's "two speeds" and "calls since calibrating"
+// warnings, docs/calibration.md "validate"). On the project's 2-vCPU VM the path between the
+// two cores has two speeds, switched by the hypervisor for seconds at a time (a 512 KiB copy in
+// 11.3 or 23.8 us, bench/host/cross_core.cpp), and quickstart's forward 1 MB all-gathers took a
+// median 60-86 us in 20 of 32 launches and 243-263 us in 9 (bench/results/validate_cpu.md,
+// "forty-third session"). A reference and a calibration that met different mixes of the two
+// disagree per call by up to 3.5x; no model of the step can say which a later run meets. These
+// find it in validate's executions, so that the verdict says so.
 #pragma once
 
 #include <cstdint>
