@@ -150,4 +150,44 @@ std::string call_drift_warning(const CallsSinceCalibration& c) {
   return head + buf;
 }
 
+std::string comm_speed_table(const std::vector<CallsSinceCalibration>& calls, const std::vector<CommSpeeds>& speeds) {
+  constexpr size_t kWidth = 100;  // wrap items past this column
+  // "label       what: item; item; ..." with the items wrapped under the label's 12 columns.
+  auto section = [](const std::string& label, const std::string& what, const std::vector<std::string>& items) {
+    const std::string indent(12, ' ');
+    std::string out = label + std::string(12 - label.size(), ' ') + what + "\n", line = indent;
+    for (const std::string& item : items) {
+      if (line.size() == indent.size()) {
+        line += item;
+      } else if (line.size() + 2 + item.size() > kWidth) {
+        out += line + ";\n";
+        line = indent + item;
+      } else {
+        line += "; " + item;
+      }
+    }
+    return out + line + "\n\n";
+  };
+  std::string out;
+  char buf[256];
+  if (!calls.empty()) {
+    std::vector<std::string> items;
+    for (const CallsSinceCalibration& c : calls) {
+      std::snprintf(buf, sizeof buf, "%s %.4g -> %.4g us (%.2fx)", c.cls.c_str(), c.calibrated_us, c.measured_us, c.ratio());
+      items.push_back(buf);
+    }
+    out += section("calls", "each collective class's median call in the calibration's executions -> these runs:", items);
+  }
+  if (!speeds.empty()) {
+    std::vector<std::string> items;
+    for (const CommSpeeds& c : speeds) {
+      std::snprintf(buf, sizeof buf, "%s %.4g us in %d launches, %.4g us in %d (%.1fx)", c.cls.c_str(), c.fast_us,
+                    c.fast_launches, c.slow_us, c.slow_launches, c.ratio());
+      items.push_back(buf);
+    }
+    out += section("speeds", "communication that ran at two speeds across the launches:", items);
+  }
+  return out;
+}
+
 }  // namespace paralab::calib

@@ -85,4 +85,8 @@ std::vector<CallsSinceCalibration> calls_since_calibration(const LoadedResult& r
 // validate's warning line for one class beyond kCallDriftWarnRatio ("warning: ...").
 std::string call_drift_warning(const CallsSinceCalibration& c);
 
+// validate's table lines for both ("calls" and "speeds", items wrapped under a 12-column
+// label); empty when there is neither.
+std::string comm_speed_table(const std::vector<CallsSinceCalibration>& calls, const std::vector<CommSpeeds>& speeds);
+
 }  // namespace paralab::calib

@@ -420,6 +420,7 @@ std::string validate_table(const ValidateOutcome& v) {
                   h.pct_of(v.predicted.result.step_time_s));
     out += buf;
   }
+  out += comm_speed_table(v.calls_since_calibration, v.comm_speeds);
   out += to_table(c);
   std::snprintf(buf, sizeof buf, "\nwall time   %.1f s (calibrate %.1f s, simulate %.2f s, execute %.1f s)\n", v.total_s, v.calibrate_s,
                 v.simulate_s, v.execute_s);

@@ -202,4 +202,26 @@ TEST_CASE("calls since calibration: the reference's class medians against the ca
   CHECK(w.rfind("warning: the all_gather tp, fwd calls took a median 250 us in these runs and 66 us", 0) == 0);
   r.has_ops = false;
   CHECK(calls_since_calibration(r, calls).empty());
+
+  // validate's table: both classes on the "calls" line; the speeds line only with speeds.
+  const std::string table = comm_speed_table(c, {});
+  CHECK(table.rfind("calls       each collective class's median call in the calibration's executions -> these runs:\n"
+                    "            all_gather tp, fwd 66 -> 250 us (3.79x); all_gather tp, bwd 148 -> 151 us (1.02x)\n\n",
+                    0) == 0);
+  CHECK(table.find("speeds") == std::string::npos);
+  CommSpeeds sp;
+  sp.cls = "all_gather tp, fwd", sp.fast_us = 66, sp.slow_us = 253.4, sp.fast_launches = 4, sp.slow_launches = 3;
+  CHECK(comm_speed_table({}, {sp}) ==
+        "speeds      communication that ran at two speeds across the launches:\n"
+        "            all_gather tp, fwd 66 us in 4 launches, 253.4 us in 3 (3.8x)\n\n");
+  CHECK(comm_speed_table({}, {}).empty());
+  // Many classes wrap under the label, none past 100 columns.
+  const std::vector<CallsSinceCalibration> many(6, c[0]);
+  const std::string wrapped = comm_speed_table(many, {});
+  size_t start = 0, lines = 0;
+  for (size_t nl; (nl = wrapped.find('\n', start)) != std::string::npos; start = nl + 1, ++lines) {
+    CHECK(nl - start <= 101);  // 100 and the ";" that continues the list
+    CHECK((nl == start || wrapped[nl - 1] != ' '));
+  }
+  CHECK(lines >= 4);
 }
