@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 #include "analysis/compare.hpp"
+#include "analysis/measure.hpp"
 #include "ir/enum_names.hpp"
 
 namespace paralab::calib {
@@ -18,11 +20,8 @@ constexpr const char* kHostHint =
     "on a VM, often the hypervisor moving its vCPUs between cores that share a cache and cores that do not: "
     "paralab_host_cross_core measures it";
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// The median, interpolated between the middle two (calibrate's quantile, analysis/measure.hpp).
+double median_of(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 }  // namespace
 
