@@ -20,6 +20,12 @@ constexpr const char* kHostHint =
     "on a VM, often the hypervisor moving its vCPUs between cores that share a cache and cores that do not: "
     "paralab_host_cross_core measures it";
 
+// A communication op's class ("all_gather tp, fwd", "send pp, bwd"); "" for any other op.
+std::string comm_class_of(const OpMeta& m) {
+  if (m.kind != "collective" && m.kind != "send" && m.kind != "recv" && m.kind != "sendrecv") return {};
+  return op_class(m) + ", " + m.phase;
+}
+
 // The median, interpolated between the middle two (calibrate's quantile, analysis/measure.hpp).
 double median_of(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
@@ -90,11 +96,9 @@ std::vector<CommSpeeds> comm_two_speeds(const RunDurations& durations,
 std::map<std::pair<int64_t, OpId>, std::string> comm_classes(const LoadedResult& r) {
   std::map<std::pair<int64_t, OpId>, std::string> out;
   if (!r.has_ops) return out;
-  for (size_t i = 0; i < r.result.ops.size() && i < r.meta.size(); ++i) {
-    const OpMeta& m = r.meta[i];
-    if (m.kind != "collective" && m.kind != "send" && m.kind != "recv" && m.kind != "sendrecv") continue;
-    out[{r.result.ops[i].rank, r.result.ops[i].op}] = op_class(m) + ", " + m.phase;
-  }
+  for (size_t i = 0; i < r.result.ops.size() && i < r.meta.size(); ++i)
+    if (std::string cls = comm_class_of(r.meta[i]); !cls.empty())
+      out[{r.result.ops[i].rank, r.result.ops[i].op}] = std::move(cls);
   return out;
 }
 
@@ -114,13 +118,11 @@ std::vector<CallsSinceCalibration> calls_since_calibration(const LoadedResult& r
                                                            const std::vector<CallPoint>& calls) {
   std::vector<CallsSinceCalibration> out;
   if (!reference.has_ops) return out;
-  std::map<std::string, std::vector<double>> measured;  // class -> the reference's op durations
-  for (size_t i = 0; i < reference.result.ops.size() && i < reference.meta.size(); ++i) {
-    const OpMeta& m = reference.meta[i];
-    if (m.kind != "collective") continue;
-    const OpTiming& t = reference.result.ops[i];
-    measured[op_class(m) + ", " + m.phase].push_back(t.end_us - t.start_us);
-  }
+  // class -> the reference's op durations (a transfer's class names no collective: never looked up)
+  std::map<std::string, std::vector<double>> measured;
+  for (size_t i = 0; i < reference.result.ops.size() && i < reference.meta.size(); ++i)
+    if (const std::string cls = comm_class_of(reference.meta[i]); !cls.empty())
+      measured[cls].push_back(reference.result.ops[i].end_us - reference.result.ops[i].start_us);
   for (const CallPoint& p : calls) {
     if (p.executed_us <= 0) continue;
     const std::string cls = std::string(enum_to_string(p.collective)) + " " + std::string(enum_to_string(p.group)) +
@@ -135,6 +137,10 @@ std::vector<CallsSinceCalibration> calls_since_calibration(const LoadedResult& r
     out.push_back(c);
   }
   return out;
+}
+
+bool CallsSinceCalibration::drifted() const {
+  return ratio() >= kCallDriftWarnRatio || ratio() <= 1.0 / kCallDriftWarnRatio;
 }
 
 std::string call_drift_warning(const CallsSinceCalibration& c) {

@@ -73,8 +73,9 @@ struct CallsSinceCalibration {
   int64_t ops = 0;  // the reference's ops of the class
   double calibrated_us = 0, measured_us = 0;
   [[nodiscard]] double ratio() const { return calibrated_us > 0 ? measured_us / calibrated_us : 0.0; }
+  // Beyond kCallDriftWarnRatio either way: validate warns.
+  [[nodiscard]] bool drifted() const;
 };
-// Beyond this ratio either way validate warns.
 constexpr double kCallDriftWarnRatio = 2.0;
 
 // Every class of `calls` with executed_us > 0 and ops in `reference` (a trace with per-op

@@ -302,15 +302,13 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     v.warnings.emplace_back(buf);
   }
   v.calls_since_calibration = calls_since_calibration(v.measured, calibrated_calls);
+  auto warn = [&](std::string w) {
+    log(w);
+    v.warnings.push_back(std::move(w));
+  };
   for (const CallsSinceCalibration& c : v.calls_since_calibration)
-    if (c.ratio() >= kCallDriftWarnRatio || c.ratio() <= 1.0 / kCallDriftWarnRatio) {
-      log(call_drift_warning(c));
-      v.warnings.push_back(call_drift_warning(c));
-    }
-  for (const CommSpeeds& c : v.comm_speeds) {
-    log(two_speeds_warning(c));
-    v.warnings.push_back(two_speeds_warning(c));
-  }
+    if (c.drifted()) warn(call_drift_warning(c));
+  for (const CommSpeeds& c : v.comm_speeds) warn(two_speeds_warning(c));
   v.total_s = since(t0);
   return v;
 }
