@@ -249,6 +249,10 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       log(buf);
       v.warnings.emplace_back(buf);
     }
+    if (std::string w = in_sample_warning(h, v.predicted.result.step_time_s); !w.empty()) {
+      log(w);
+      v.warnings.push_back(std::move(w));
+    }
   }
   v.warnings.insert(v.warnings.end(), refs.warnings().begin(), refs.warnings().end());
   v.measured = read_result(refs.trace(chosen));
@@ -311,6 +315,22 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   for (const CommSpeeds& c : v.comm_speeds) warn(two_speeds_warning(c));
   v.total_s = since(t0);
   return v;
+}
+
+std::string in_sample_warning(const ValidateOutcome::HostDrift& h, double predicted_step_s) {
+  if (h.executions <= 0 || !(h.calibrated_step_s > 0) ||
+      std::abs(h.pct_of(predicted_step_s)) <= ValidateOutcome::kInSampleWarnPct)
+    return "";
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "warning: the prediction (%.4g s per step) is %+.1f%% from the calibration's own executions of this "
+                "scenario (%.4g s, their fastest half's median; %lld executions, %.4g .. %.4g s, median %.4g s), "
+                "beyond %.0f%%: the calibration's per-op figures and its steps disagree, as when the host stalled its "
+                "executions now and then, and the step error is no check of the model (calibrate again on a quiet "
+                "machine: --recalibrate)",
+                predicted_step_s, h.pct_of(predicted_step_s), h.calibrated_step_s, (long long)h.executions,
+                h.calibrated_min_s, h.calibrated_max_s, h.calibrated_median_s, ValidateOutcome::kInSampleWarnPct);
+  return buf;
 }
 
 nlohmann::json validate_json(const ValidateOutcome& v) {

@@ -58,6 +58,9 @@ assert abs(x["measured_step_median_s"] - sorted(steps)[(runs - 1) // 2]) < 1e-12
 assert abs(x["measured_step_fast_s"] - fast[(len(fast) - 1) // 2]) < 1e-12, x
 assert abs(x["host_drift_pct"] - 100 * (x["measured_step_fast_s"] / x["step_fast_s"] - 1)) < 1e-6, x
 assert abs(x["predicted_error_pct"] - 100 * (v["predicted"]["step_time_s"] / x["step_fast_s"] - 1)) < 1e-6, x
+# A prediction beyond 10 % from those executions is a warning (the calibration disagrees with
+# itself), within it none.
+assert any("from the calibration's own executions" in w for w in v["warnings"]) == (abs(x["predicted_error_pct"]) > 10), (x, v["warnings"])
 # The reference's own reproducibility: even runs' per-op medians against the odd runs'.
 half = v["execute"]["split_half_op_mape_pct"]
 # With fewer than 4 runs there are no halves to compare: null, not a 0 that reads as "no noise".
