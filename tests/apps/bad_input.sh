@@ -57,6 +57,8 @@ printf 'name = "x"\n[device\n' > "$work/broken.toml"
 validate_expect "broken.toml:2: TOML syntax error" --calibration "$work/broken.toml"
 printf 'name = "x"\n' > "$work/partial.toml"
 validate_expect "partial.toml" --calibration "$work/partial.toml"
+validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got '0'" --calibration-attempts 0
+validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got 'two'" --calibration-attempts two
 
 # output ARGS...: the command exits 2 at once, naming the option's path, and writes nothing.
 output() {
