@@ -13,7 +13,7 @@
 
 namespace paralab::calib {
 
-// |pct()| beyond this: the prediction misses the very executions it was calibrated on, and a
+// |pct()| beyond this (validate's default; --in-sample-bound): the prediction misses the very executions it was calibrated on, and a
 // step error against a later reference is no check of the model. The in-situ figures are each
 // op's median over the executions' fastest half; when the host stalled those executions now and
 // then, a stall lands on different ops in different steps, and the per-op medians stay nearer
@@ -30,23 +30,27 @@ struct InSample {
   double predicted_step_s = 0;  // the scenario simulated on the calibrated topology
   // (predicted - executed) / executed, % of the executions' fastest half's median step.
   [[nodiscard]] double pct() const { return 100.0 * (predicted_step_s / executions.step_fast_s - 1.0); }
-  [[nodiscard]] bool at_odds() const;  // |pct()| beyond kInSampleBoundPct
+  // |pct()| beyond bound_pct (and the executions timed a step).
+  [[nodiscard]] bool at_odds(double bound_pct = kInSampleBoundPct) const;
 };
 
 // The calibration's executions of `calibrated` (a scenario loaded on the calibrated topology):
-// its [[calibration.execution]] with the scenario's digest, or nullptr when it executed only
-// others (or nothing).
+// its first [[calibration.execution]] with the scenario's digest and a timed step, or nullptr
+// when it executed only others (or nothing). Two entries of one digest are executions of the
+// same IR under two names (calibrate writes one per scenario name): either describes it.
 const ExecutionPoint* own_executions(const Scenario& calibrated);
 
 // `calibrated` simulated and held to own_executions(calibrated); nullopt without them.
 std::optional<InSample> in_sample(const Scenario& calibrated);
 
-// The warning for an InSample at odds (naming the prediction, its distance, the executions'
-// steps and what to do); "" when it is not.
-std::string in_sample_warning(const InSample& s);
+// The warning for an InSample at odds beyond bound_pct (naming the prediction, its distance,
+// the executions' steps and what to do); "" when it is not.
+std::string in_sample_warning(const InSample& s, double bound_pct = kInSampleBoundPct);
 
-// Whether validate, having made `attempts` calibrations of at most `max_attempts`, makes
-// another: the best so far (the least at odds) executed the scenario and is at odds.
-bool calibrate_again(const std::optional<InSample>& best, int attempts, int max_attempts);
+// validate's rule for making its calibration again: having made `attempts` of at most
+// `max_attempts`, another when the best so far (the least at odds) executed the scenario and
+// is at odds beyond bound_pct.
+bool calibrate_again(const std::optional<InSample>& best, int attempts, int max_attempts,
+                     double bound_pct = kInSampleBoundPct);
 
 }  // namespace paralab::calib

@@ -112,35 +112,40 @@ void run_calibrate(const ValidateOptions& opts, const std::filesystem::path& exe
                              (r.timed_out ? ", timed out" : "") + "):\n" + last_lines(err, 20));
 }
 
-// Makes the calibration again, the one at hand (`best`, the least at odds so far, at odds)
-// kept aside, and keeps whichever of the two is less at odds with its own executions: before
-// the reference runs, so no later measurement chooses. Returns the kept one's InSample.
+// Makes the calibration again, beside the one at hand (`best`, the least at odds so far, at
+// odds), and keeps whichever of the two is less at odds with its own executions: before the
+// reference runs, so no later measurement chooses. The cached file is only ever replaced whole
+// (a rename onto it), so an interrupted or failed attempt leaves it as it was. Returns the kept
+// one's InSample.
 template <class Log>
 InSample calibrate_once_more(const ValidateOptions& opts, const std::filesystem::path& exe, ValidateOutcome& v,
-                             const std::vector<std::string>& spread, const std::vector<std::string>& calibrated_sets,
-                             const InSample& best, int made, const Log& log) {
+                             const std::vector<std::string>& spread, const InSample& best, int made, const Log& log) {
   char buf[384];
   std::snprintf(buf, sizeof buf,
                 "calibration: its prediction is %+.1f%% from its own executions of the scenario (%.4g s against %.4g s), "
-                "beyond %.0f%% (a host that stalled them now and then does that); calibrating again (%d of %d)",
-                best.pct(), best.predicted_step_s, best.executions.step_fast_s, kInSampleBoundPct, made + 1,
+                "beyond %.3g%% (a host that stalled them now and then does that); calibrating again (%d of %d)",
+                best.pct(), best.predicted_step_s, best.executions.step_fast_s, opts.in_sample_bound_pct, made + 1,
                 opts.calibration_attempts);
   log(buf);
-  const std::filesystem::path aside = v.calibration.string() + ".aside";
-  std::filesystem::rename(v.calibration, aside);
+  std::filesystem::path again = v.calibration;
+  again.replace_extension(".again.toml");
+  std::optional<InSample> now;
   try {
-    run_calibrate(opts, exe, v.calibration, {}, {}, spread, 0.0, 1.0, "calibration, again");
+    run_calibrate(opts, exe, again, {}, {}, spread, 0.0, 1.0, "calibration, again");
+    std::vector<std::string> sets = opts.sets;
+    sets.push_back("cluster.topology=" + std::filesystem::absolute(again).string());
+    now = in_sample(load_scenario(opts.scenario, sets));
   } catch (...) {
-    std::filesystem::rename(aside, v.calibration);  // the cache keeps the one it had
+    std::error_code ec;
+    std::filesystem::remove(again, ec);  // the cache keeps the one it had
     throw;
   }
-  const std::optional<InSample> now = in_sample(load_scenario(opts.scenario, calibrated_sets));
   v.calibration_in_sample_pct.push_back(now ? now->pct() : std::nan(""));
   if (now && std::abs(now->pct()) < std::abs(best.pct())) {
-    std::filesystem::remove(aside);
+    std::filesystem::rename(again, v.calibration);
     return *now;
   }
-  std::filesystem::rename(aside, v.calibration);
+  std::filesystem::remove(again);
   char other[32] = "executed none";
   if (now) std::snprintf(other, sizeof other, "%+.1f%%", now->pct());
   std::snprintf(buf, sizeof buf, "calibration: the earlier one is less at odds with its executions (%+.1f%%, this one %s); kept",
@@ -226,8 +231,8 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       run_calibrate(opts, exe, v.calibration, {}, {}, spread, 0.0, 1.0, "calibration");
       std::optional<InSample> best = in_sample(load_scenario(opts.scenario, calibrated_sets));
       v.calibration_in_sample_pct.push_back(best ? best->pct() : std::nan(""));
-      for (int made = 1; calibrate_again(best, made, opts.calibration_attempts); ++made)
-        best = calibrate_once_more(opts, exe, v, spread, calibrated_sets, *best, made, log);
+      for (int made = 1; calibrate_again(best, made, opts.calibration_attempts, opts.in_sample_bound_pct); ++made)
+        best = calibrate_once_more(opts, exe, v, spread, *best, made, log);
       v.calibrate_s = since(tc);
     }
     v.calibration_made = true;
@@ -295,7 +300,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
       log(buf);
       v.warnings.emplace_back(buf);
     }
-    if (std::string w = own_fit ? in_sample_warning(*own_fit) : ""; !w.empty()) {
+    if (std::string w = own_fit ? in_sample_warning(*own_fit, opts.in_sample_bound_pct) : ""; !w.empty()) {
       log(w);
       v.warnings.push_back(std::move(w));
     }

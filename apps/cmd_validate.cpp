@@ -28,7 +28,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--recalibrate", false, "make a new calibration even if one is cached"},
     {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
     {"--in-situ-launches", true, "when a calibration is made: launches its executions of the scenario spread over (default 4)"},
-    {"--calibration-attempts", true, "when a calibration is made: makes it again, up to K in all, while its prediction is over 10% from its own executions (default 2; 1: once)"},
+    {"--calibration-attempts", true, "when a calibration is made (not with --interleave): makes it again, up to K in all (1-5; default 2; 1: once), while its prediction is beyond --in-sample-bound from its own executions"},
+    {"--in-sample-bound", true, "percent (0-100, default 10) a calibration's prediction may be from its own executions before validate warns or makes it again"},
     {"--interleave", false, "when a calibration is made: run its in-situ launches between blocks of the executions (default: calibrate first)"},
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per execution, measured.json as compared (default: a temporary directory)"},
@@ -72,6 +73,7 @@ int run_validate(int argc, char** argv) {
     o.interleave = a.flag("--interleave");
     if (auto l = a.value("--in-situ-launches")) o.in_situ_launches = parse_int("--in-situ-launches", *l, 1, 20);
     if (auto l = a.value("--calibration-attempts")) o.calibration_attempts = parse_int("--calibration-attempts", *l, 1, 5);
+    if (auto b = a.value("--in-sample-bound")) o.in_sample_bound_pct = parse_number("--in-sample-bound", *b, 0, 100);
     if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
     if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);

@@ -45,7 +45,9 @@ TEST_CASE("in sample: the scenario simulated on its calibration, against that ca
   const double simulated = sim::simulate(build_step_ir(calibrated)).result.step_time_s;
   CHECK(s->predicted_step_s == simulated);
   CHECK(s->pct() == Approx(100.0 * (simulated / 0.013 - 1.0)));
-  CHECK(s->at_odds() == (std::abs(s->pct()) > kInSampleBoundPct));
+  // At odds exactly beyond the bound asked for, either side of its own distance.
+  CHECK(s->at_odds(std::abs(s->pct()) * 0.99));
+  CHECK_FALSE(s->at_odds(std::abs(s->pct()) * 1.01));
 
   // Executions of another scenario (another digest) say nothing of this one.
   CalibrationResult other = synthetic_result(build_step_ir(plain));
@@ -63,7 +65,7 @@ TEST_CASE("in sample: a prediction beyond 10 % from the calibration's own execut
   CHECK(has(w, "warning: the prediction (0.02189 s per step) is -10.2% from the calibration's own executions"));
   CHECK(has(w, "(0.02436 s, their fastest half's median; 96 executions, 0.0189 .. 0.04642 s, median 0.03203 s)"));
   CHECK(has(w, "beyond 10%"));
-  CHECK(has(w, "--recalibrate"));
+  CHECK(has(w, "--recalibrate, or a new --calibration file"));
   // Either way: a prediction above its executions too.
   CHECK(has(in_sample_warning(n11_cpu_tp2(0.0243629 * 1.15)), "is +15.0% from"));
 }
@@ -96,4 +98,9 @@ TEST_CASE("in sample: validate calibrates again while the best so far is at odds
   CHECK(calibrate_again(odd, 2, 3));
   CHECK_FALSE(calibrate_again(fine, 1, 2));  // within the bound
   CHECK_FALSE(calibrate_again(std::nullopt, 1, 2));  // it executed nothing to hold it to
+  // Another bound (--in-sample-bound): -1.5 % is at odds beyond 1 %, -10.2 % not beyond 15 %.
+  CHECK(calibrate_again(fine, 1, 2, 1.0));
+  CHECK_FALSE(calibrate_again(odd, 1, 2, 15.0));
+  CHECK(has(in_sample_warning(*fine, 1.0), "beyond 1%"));
+  CHECK(in_sample_warning(*odd, 15.0).empty());
 }
