@@ -14,13 +14,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/calibrate.hpp"
 #include "analysis/in_situ_run.hpp"
+#include "analysis/in_sample.hpp"
 #include "analysis/launch.hpp"
 #include "analysis/temp_dir.hpp"
 #include "apps/cli.hpp"
@@ -52,6 +55,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--in-situ-only", true, "(internal) one earlier launch: only execute those scenarios, their traces to DIR"},
     {"--in-situ-from", true, "(internal) add the executions earlier launches traced under DIR"},
     {"--earlier-s", true, "(internal) seconds the earlier launches took (counted in the reported time)"},
+    {"--in-sample-bound", true, "percent (0-100, default 10) a scenario executed in situ, simulated on the result, may be from those executions before calibrate warns"},
     {"--progress-lines", false, "(internal) print progress as lines for a parent process"},
     {"--help", false, "this help"},
 };
@@ -119,6 +123,7 @@ int run_calibrate(int argc, char** argv) {
   std::vector<int64_t> worlds;  // per scenario
   std::string in_situ_only;     // this job is an earlier launch of the in-situ executions
   double earlier_s = 0;         // what the earlier launches took (s)
+  double in_sample_bound_pct = calib::kInSampleBoundPct;  // warn beyond it (in_sample.hpp)
   try {
     a = parse(argc, argv, 1, kOptions);
     if (a.flag("--help")) {
@@ -150,6 +155,7 @@ int run_calibrate(int argc, char** argv) {
     opts.in_situ = !a.flag("--no-in-situ");
     opts.in_situ_launches = calib::InSituPlan::kDefaultLaunches;
     if (auto l = a.value("--in-situ-launches")) opts.in_situ_launches = static_cast<int>(parse_count("--in-situ-launches", *l, 1, 20));
+    if (auto b = a.value("--in-sample-bound")) in_sample_bound_pct = parse_number("--in-sample-bound", *b, 0, 100);
     if (auto d = a.value("--in-situ-only")) in_situ_only = *d;
     if (auto d = a.value("--in-situ-from")) opts.in_situ_from = *d;
     if (auto e = a.value("--earlier-s")) {
@@ -299,8 +305,23 @@ int run_calibrate(int argc, char** argv) {
     try {
       write_file_atomic(out, calib::topology_toml(res));
       (void)load_topology(out);  // the simulator must accept it as it is
-      if (a.flag("--json")) std::printf("%s\n", summary_json(res, out).dump(2).c_str());
-      else print_summary(res, out);
+      // Each scenario executed in situ, simulated on the file, against those executions: a
+      // calibration at odds with itself is said now (validate makes its own again).
+      std::vector<std::string> sets = opts.sets;
+      sets.push_back("cluster.topology=" + std::filesystem::absolute(out).string());
+      std::vector<std::string> warnings;
+      for (const auto& f : opts.scenarios)
+        if (const std::optional<calib::InSample> fit = calib::in_sample(load_scenario(f, sets)))
+          if (std::string w = calib::in_sample_warning(*fit, in_sample_bound_pct); !w.empty())
+            warnings.push_back(load_scenario(f, opts.sets).name + ": " + w);
+      if (a.flag("--json")) {
+        nlohmann::json j = summary_json(res, out);
+        j["warnings"] = warnings;
+        std::printf("%s\n", j.dump(2).c_str());
+      } else {
+        print_summary(res, out);
+      }
+      for (const std::string& w : warnings) std::fprintf(stderr, "paralab calibrate: %s\n", w.c_str());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paralab calibrate: error: %s\n", e.what());
       status = 1;

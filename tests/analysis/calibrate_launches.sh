@@ -17,15 +17,33 @@ entry() {  # entry FILE KEY -> the [[calibration.execution]] value of KEY
 
 # One rank, 3 launches: the earlier two are child processes of this one.
 "$paralab" calibrate --backend cpu --out "$work/one.toml" "$scenarios/cpu-1rank-fp16.toml" "${small[@]}" \
-  --in-situ-launches 3 >"$work/one.out" 2>"$work/one.err" || { echo "1-rank calibrate failed"; cat "$work/one.err"; exit 1; }
+  --in-situ-launches 3 --json >"$work/one.json" 2>"$work/one.err" || { echo "1-rank calibrate failed"; cat "$work/one.err"; exit 1; }
 [ "$(entry "$work/one.toml" launches)" = 3 ] || { echo "1 rank: expected 3 launches"; cat "$work/one.toml" | grep -A7 'calibration.execution'; exit 1; }
 [ "$(entry "$work/one.toml" executions)" -ge 3 ] || { echo "1 rank: fewer executions than launches"; exit 1; }
+# The scenario simulated on the file, against the executions the file records: a warning (JSON
+# and stderr) exactly when the two are more than 10 % apart (analysis/in_sample.hpp).
+"$paralab" simulate "$scenarios/cpu-1rank-fp16.toml" "${small[@]:4}" --set "cluster.topology=$work/one.toml" --json \
+  >"$work/one.sim.json" || { echo "simulate on the calibration failed"; exit 1; }
+python3 - "$work/one.json" "$work/one.sim.json" "$(entry "$work/one.toml" step_fast_s)" "$work/one.err" <<'PY' || exit 1
+import json, sys
+c, p, fast = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), float(sys.argv[3].split()[0])
+pct = 100 * (p["step_time_s"] / fast - 1)
+warned = [w for w in c["warnings"] if "from the calibration's own executions" in w]
+assert (len(warned) == 1) == (abs(pct) > 10), (pct, c["warnings"])
+assert all(w.startswith("cpu-1rank-fp16: warning: the prediction") for w in warned), warned
+assert len(warned) == open(sys.argv[4]).read().count("own executions of this scenario"), warned
+print("1 rank: in-sample %+.1f %%, %d warning(s)" % (pct, len(warned)))
+PY
 
 # Two ranks, the default: calibrate starts 4 jobs under mpirun, and removes the traces after.
 tmp=${TMPDIR:-/tmp}
 before=$(ls -d "$tmp"/paralab-in-situ-* 2>/dev/null | sort || true)
-"$paralab" calibrate --backend cpu --out "$work/two.toml" "$scenarios/cpu-tp2.toml" "${small[@]}" \
+# --in-sample-bound 0: any distance between the scenario simulated on the file and its
+# executions is warned of, by the measuring job, through the parent's stderr.
+"$paralab" calibrate --backend cpu --out "$work/two.toml" "$scenarios/cpu-tp2.toml" "${small[@]}" --in-sample-bound 0 \
   >"$work/two.out" 2>"$work/two.err" || { echo "2-rank calibrate failed"; cat "$work/two.err"; exit 1; }
+grep -q "^paralab calibrate: cpu-tp2: warning: the prediction .* from the calibration's own executions of this scenario .*, beyond 0%" \
+  "$work/two.err" || { echo "2 ranks: no in-sample warning at bound 0"; cat "$work/two.err"; exit 1; }
 [ "$(entry "$work/two.toml" launches)" = 4 ] || { echo "2 ranks: expected 4 launches"; grep -A7 'calibration.execution' "$work/two.toml"; exit 1; }
 after=$(ls -d "$tmp"/paralab-in-situ-* 2>/dev/null | sort || true)
 [ "$before" = "$after" ] || { echo "left a directory of in-situ traces behind:"; comm -13 <(echo "$before") <(echo "$after"); exit 1; }
