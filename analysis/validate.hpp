@@ -5,7 +5,7 @@
 //      paralab version), else `paralab calibrate SCENARIO` makes it (and the cache keeps it;
 //      with interleave, its in-situ launches run between blocks of step 3's executions;
 //      otherwise made again while its prediction is at odds with its own executions of the
-//      scenario, in_sample.hpp);
+//      scenario, in_sample.hpp; validate_calibration.hpp);
 //   2. simulate the scenario on the calibrated topology (its trace);
 //   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace-steps ...` (the
 //      launch of launch.hpp), several launches, each warm-up steps then the steps measured in a
