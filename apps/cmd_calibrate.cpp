@@ -310,10 +310,12 @@ int run_calibrate(int argc, char** argv) {
       std::vector<std::string> sets = opts.sets;
       sets.push_back("cluster.topology=" + std::filesystem::absolute(out).string());
       std::vector<std::string> warnings;
-      for (const auto& f : opts.scenarios)
-        if (const std::optional<calib::InSample> fit = calib::in_sample(load_scenario(f, sets)))
+      for (const auto& f : opts.scenarios) {
+        const Scenario on_file = load_scenario(f, sets);
+        if (const std::optional<calib::InSample> fit = calib::in_sample(on_file))
           if (std::string w = calib::in_sample_warning(*fit, in_sample_bound_pct); !w.empty())
-            warnings.push_back(load_scenario(f, opts.sets).name + ": " + w);
+            warnings.push_back(on_file.name + ": " + w);
+      }
       if (a.flag("--json")) {
         nlohmann::json j = summary_json(res, out);
         j["warnings"] = warnings;
