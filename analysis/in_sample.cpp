@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "ir/scenario_loader.hpp"
 #include "ir/step_ir.hpp"
 #include "results/step_result.hpp"
 #include "sim/simulate.hpp"
@@ -23,6 +24,13 @@ std::optional<InSample> in_sample(const Scenario& calibrated) {
   const ExecutionPoint* e = own_executions(calibrated);
   if (!e) return std::nullopt;
   return InSample{*e, sim::simulate(build_step_ir(calibrated)).result.step_time_s};
+}
+
+std::optional<InSample> in_sample(const std::filesystem::path& scenario, const std::vector<std::string>& sets,
+                                  const std::filesystem::path& calibration) {
+  std::vector<std::string> on = sets;
+  on.push_back("cluster.topology=" + std::filesystem::absolute(calibration).string());
+  return in_sample(load_scenario(scenario, on));
 }
 
 std::string in_sample_warning(const InSample& s, double bound_pct) {

@@ -5,8 +5,10 @@
 // so validate may act on it (make the calibration again) before executing its reference.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/scenario.hpp"
 #include "ir/topology.hpp"
@@ -42,6 +44,9 @@ const ExecutionPoint* own_executions(const Scenario& calibrated);
 
 // `calibrated` simulated and held to own_executions(calibrated); nullopt without them.
 std::optional<InSample> in_sample(const Scenario& calibrated);
+// The same for the scenario file loaded with `sets` and cluster.topology set to `calibration`.
+std::optional<InSample> in_sample(const std::filesystem::path& scenario, const std::vector<std::string>& sets,
+                                  const std::filesystem::path& calibration);
 
 // The warning for an InSample at odds beyond bound_pct (naming the prediction, its distance,
 // the executions' steps and what to do); "" when it is not.

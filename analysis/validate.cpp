@@ -121,7 +121,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   std::optional<Scenario> calibrated;
   if (!make) calibrated = load_scenario(opts.scenario, calibrated_sets);
   if (make) {
-    make_calibration(opts, exe, s, calibrated_sets, refs, v, log);  // validate_calibration.hpp
+    make_calibration(opts, exe, s, refs, v, log);  // validate_calibration.hpp
     v.calibration_made = true;
   }
   if (refs.count() == 0) refs.run_block(0, 1);

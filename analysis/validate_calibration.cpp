@@ -11,7 +11,6 @@
 #include "analysis/in_sample.hpp"
 #include "analysis/launch.hpp"
 #include "analysis/temp_dir.hpp"
-#include "ir/scenario_loader.hpp"
 
 namespace paralab::calib {
 
@@ -19,6 +18,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+// A calibration made now: its distance from its own executions (NaN: it executed none).
+void record(ValidateOutcome& v, const std::optional<InSample>& s) {
+  v.calibration_in_sample_pct.push_back(s ? s->pct() : std::nan(""));
+}
 
 // One `paralab calibrate` child for this scenario (`more`: its extra arguments), under
 // `prefix` (a launcher, or nothing for a plain child); its progress lines go to opts.progress
@@ -71,15 +75,13 @@ InSample calibrate_once_more(const ValidateOptions& opts, const std::filesystem:
   std::optional<InSample> now;
   try {
     run_calibrate(opts, exe, again, {}, {}, spread, 0.0, 1.0, "calibration, again");
-    std::vector<std::string> sets = opts.sets;
-    sets.push_back("cluster.topology=" + std::filesystem::absolute(again).string());
-    now = in_sample(load_scenario(opts.scenario, sets));
+    now = in_sample(opts.scenario, opts.sets, again);
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove(again, ec);  // the cache keeps the one it had
     throw;
   }
-  v.calibration_in_sample_pct.push_back(now ? now->pct() : std::nan(""));
+  record(v, now);
   if (now && std::abs(now->pct()) < std::abs(best.pct())) {
     std::filesystem::rename(again, v.calibration);
     return *now;
@@ -96,8 +98,7 @@ InSample calibrate_once_more(const ValidateOptions& opts, const std::filesystem:
 }  // namespace
 
 void make_calibration(const ValidateOptions& opts, const std::filesystem::path& exe, const Scenario& s,
-                      const std::vector<std::string>& calibrated_sets, ReferenceRuns& refs, ValidateOutcome& v,
-                      const std::function<void(const std::string&)>& log) {
+                      ReferenceRuns& refs, ValidateOutcome& v, const std::function<void(const std::string&)>& log) {
   const int64_t N = s.world_size();
   const int launches = std::max(1, opts.in_situ_launches);
   std::filesystem::create_directories(v.calibration.parent_path());
@@ -128,14 +129,13 @@ void make_calibration(const ValidateOptions& opts, const std::filesystem::path& 
     run_calibrate(opts, exe, v.calibration, {}, {}, more, pre, 1.0, "the measuring job");
     v.calibrate_s = earlier_s + since(tm);
     // Not made again: its launches ran between the reference's blocks, already measured.
-    const std::optional<InSample> fit = in_sample(load_scenario(opts.scenario, calibrated_sets));
-    v.calibration_in_sample_pct.push_back(fit ? fit->pct() : std::nan(""));
+    record(v, in_sample(opts.scenario, opts.sets, v.calibration));
     refs.run_block(launches - 1, launches);
   } else {
     const auto tc = clock_type::now();
     run_calibrate(opts, exe, v.calibration, {}, {}, spread, 0.0, 1.0, "calibration");
-    std::optional<InSample> best = in_sample(load_scenario(opts.scenario, calibrated_sets));
-    v.calibration_in_sample_pct.push_back(best ? best->pct() : std::nan(""));
+    std::optional<InSample> best = in_sample(opts.scenario, opts.sets, v.calibration);
+    record(v, best);
     for (int made = 1; calibrate_again(best, made, opts.calibration_attempts, opts.in_sample_bound_pct); ++made)
       best = calibrate_once_more(opts, exe, v, spread, *best, made, log);
     v.calibrate_s = since(tc);

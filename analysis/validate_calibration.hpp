@@ -17,12 +17,10 @@ namespace paralab::calib {
 
 // Makes v.calibration for opts.scenario (`s`, loaded with opts.sets), `exe` the paralab
 // executable to run, and sets v.calibrate_s, v.calibration_in_sample_pct and
-// v.host_drift.interleaved. `calibrated_sets` are opts.sets with cluster.topology set to
-// v.calibration. With opts.interleave and several in-situ launches it runs refs' blocks between
+// v.host_drift.interleaved. With opts.interleave and several in-situ launches it runs refs' blocks between
 // them (all of refs' runs then done); otherwise none. Throws std::runtime_error naming the child
 // job that failed; a failed attempt to make it again leaves v.calibration as it was.
 void make_calibration(const ValidateOptions& opts, const std::filesystem::path& exe, const Scenario& s,
-                      const std::vector<std::string>& calibrated_sets, ReferenceRuns& refs, ValidateOutcome& v,
-                      const std::function<void(const std::string&)>& log);
+                      ReferenceRuns& refs, ValidateOutcome& v, const std::function<void(const std::string&)>& log);
 
 }  // namespace paralab::calib

@@ -307,15 +307,11 @@ int run_calibrate(int argc, char** argv) {
       (void)load_topology(out);  // the simulator must accept it as it is
       // Each scenario executed in situ, simulated on the file, against those executions: a
       // calibration at odds with itself is said now (validate makes its own again).
-      std::vector<std::string> sets = opts.sets;
-      sets.push_back("cluster.topology=" + std::filesystem::absolute(out).string());
       std::vector<std::string> warnings;
-      for (const auto& f : opts.scenarios) {
-        const Scenario on_file = load_scenario(f, sets);
-        if (const std::optional<calib::InSample> fit = calib::in_sample(on_file))
+      for (const auto& f : opts.scenarios)
+        if (const std::optional<calib::InSample> fit = calib::in_sample(f, opts.sets, out))
           if (std::string w = calib::in_sample_warning(*fit, in_sample_bound_pct); !w.empty())
-            warnings.push_back(on_file.name + ": " + w);
-      }
+            warnings.push_back(fit->executions.scenario + ": " + w);
       if (a.flag("--json")) {
         nlohmann::json j = summary_json(res, out);
         j["warnings"] = warnings;
