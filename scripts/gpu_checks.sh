@@ -117,6 +117,10 @@ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" > "$RESULTS/environment.log"
 echo "" >> "$SUMMARY"; echo "| check | result | time |" >> "$SUMMARY"; echo "|---|---|---|" >> "$SUMMARY"
 
 PARALAB=$(bin paralab)
+# 0. Which cuBLASLt FP8 configurations run here (all of the backend's were refused on an H200
+#    with cuBLASLt 13.1; docs/cuda_backend.md, "FP8"): seconds, and it says which difference
+#    matters, so it runs first, before anything a lease might cut short.
+check fp8_probe "$(bin paralab_fp8_probe)" --out "$RESULTS/fp8_probe.json"
 # 1. Tests: CPU planning tests of the backend, then the [gpu] tests.
 check tests_exec_cuda_cpu "$(bin paralab_tests_exec_cuda)"
 check gpu_tests_kernels "$(bin paralab_gpu_tests_kernels)"
@@ -157,9 +161,6 @@ fi
 # 5. Benches.
 check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
 check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
-# Which cuBLASLt FP8 configurations run here (all of the backend's were refused on an H200 with
-# cuBLASLt 13.1; docs/cuda_backend.md, "FP8"): seconds, and it says which difference matters.
-check fp8_probe "$(bin paralab_fp8_probe)" --out "$RESULTS/fp8_probe.json"
 # 6. compute-sanitizer (kernels: all; backend: device ops and one whole step), slowest last.
 if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
   echo "| compute-sanitizer | skipped (SKIP_SANITIZER=1) | |" >> "$SUMMARY"

@@ -6,7 +6,8 @@
 // library logged no reason. This probe varies one thing at a time from that call and reports,
 // per variant, how many algorithms the heuristic offers and how many of them the call then
 // runs, so one short GPU run says which difference matters. Shapes: gpt-1.7b's QKV GEMM
-// (m 6912, n 1024, k 2304) and a small 64^3 one.
+// (m 6912, n 1024, k 2304) and a small 64^3 one. Last, per shape, the backend's own LtGemm::run
+// (exec/cuda) with the FP8 call ops_gemm.cpp makes, and a bf16 control through it.
 //
 // Usage: paralab_fp8_probe [--out FILE]   (one JSON document on stdout, and FILE)
 #include <cublasLt.h>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "exec/cuda/cuda_ops.hpp"
 
 namespace {
 
@@ -47,6 +50,7 @@ struct Variant {
   bool workspace = true;       // the backend's 32 MiB workspace (false: none)
   bool beta_one = false;       // accumulate into C (beta = 1), in place
   bool bf16_inputs = false;    // control: A and B in bf16, no scales (what the backend runs)
+  bool align_prefs = false;    // the backend's MIN_ALIGNMENT_{A,B,C,D}_BYTES preferences
 };
 
 struct Buffers {
@@ -60,6 +64,14 @@ struct Buffers {
   float* scale_b = nullptr;
   void* ws = nullptr;
 };
+
+// Largest power of two (<= 256) dividing the address, as the backend's preferences say.
+uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al >>= 1;
+  return al;
+}
 
 nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n, int64_t k, const Buffers& buf,
                      size_t ws_bytes, cudaStream_t stream) {
@@ -99,6 +111,14 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   PROBE_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = v.workspace ? ws_bytes : 0;
   PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  if (v.align_prefs) {
+    const void* d_ptr = (v.out_of_place || v.c_null) ? buf.d : buf.c;
+    const uint32_t al_a = alignment(buf.a), al_b = alignment(buf.b), al_c = alignment(d_ptr);
+    PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+    PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+    PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+    PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
+  }
   std::array<cublasLtMatmulHeuristicResult_t, 8> res{};
   int found = 0;
   const cublasStatus_t hs =
@@ -123,6 +143,36 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb), cublasLtMatrixLayoutDestroy(lc),
       cublasLtMatrixLayoutDestroy(ld);
   cublasLtMatmulDescDestroy(desc);
+  return out;
+}
+
+// The backend's own object: exec/cuda's LtGemm::run with the LtCall ops_gemm.cpp makes for a
+// linear layer's FP8 GEMM (its alignment preferences, descriptor cache, candidates in turn), so
+// a difference between the raw "backend" variant above and the backend itself shows here.
+nlohmann::json probe_lt_gemm(bool fp8, bool bias, int64_t m, int64_t n, int64_t k, const Buffers& buf, size_t ws_bytes,
+                             cudaStream_t stream) {
+  namespace pc = paralab::exec::cuda;
+  nlohmann::json out;
+  out["variant"] = std::string("exec/cuda LtGemm::run, ") + (fp8 ? "fp8" : "control: bf16") + (bias ? " + BIAS" : "");
+  out["m"] = m, out["n"] = n, out["k"] = k;
+  pc::LtCall c;
+  c.trans_a = true, c.trans_b = false;
+  c.m = m, c.n = n, c.k = k, c.lda = k, c.ldb = k, c.ldc = m;
+  c.a_t = c.b_t = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  c.c_t = CUDA_R_16BF;
+  c.a = buf.a, c.b = buf.b, c.c = buf.c;
+  c.bias = bias ? buf.bias : nullptr;
+  if (fp8) c.a_scale = buf.scales + 2, c.b_scale = buf.scales + 3;
+  try {
+    pc::LtGemm lt(stream, ws_bytes);
+    out["ran"] = lt.run(c) ? 1 : 0;
+    out["shapes_without_algorithm"] = lt.fp8_shapes_without_algorithm();
+    out["shapes_refused"] = lt.fp8_shapes_refused();
+    out["sync"] = static_cast<int>(cudaStreamSynchronize(stream));
+  } catch (const std::exception& e) {
+    out["ran"] = 0;
+    out["error"] = e.what();
+  }
   return out;
 }
 
@@ -191,6 +241,7 @@ int main(int argc, char** argv) {
         with("no workspace", [](Variant& v) { v.workspace = false; }),
         with("out of place + own scales + no workspace",
              [](Variant& v) { v.out_of_place = true, v.scales_16b = true, v.workspace = false; }),
+        with("backend's alignment preferences", [](Variant& v) { v.align_prefs = true; }),
     };
     nlohmann::json doc;
     doc["device"] = prop.name;
@@ -198,8 +249,11 @@ int main(int argc, char** argv) {
     doc["cublaslt_version"] = cublasLtGetVersion();
     doc["cudart_version"] = cublasLtGetCudartVersion();
     doc["probes"] = nlohmann::json::array();
-    for (const auto& [m, n, k] : {std::array<int64_t, 3>{M, N, K}, std::array<int64_t, 3>{64, 64, 64}})
+    for (const auto& [m, n, k] : {std::array<int64_t, 3>{M, N, K}, std::array<int64_t, 3>{64, 64, 64}}) {
       for (const Variant& v : variants) doc["probes"].push_back(probe(lt, v, m, n, k, buf, ws_bytes, stream));
+      for (const bool fp8 : {false, true})
+        for (const bool bias : {false, true}) doc["probes"].push_back(probe_lt_gemm(fp8, bias, m, n, k, buf, ws_bytes, stream));
+    }
     const std::string text = doc.dump(2);
     std::printf("%s\n", text.c_str());
     if (!out_path.empty()) std::ofstream(out_path) << text << "\n";
