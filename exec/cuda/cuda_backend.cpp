@@ -76,7 +76,6 @@ bool cuda_available(std::string* why, int* device_count) {
 namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLASLt workspace (NVIDIA's Hopper recommendation)
-constexpr size_t kScalarBytes = 256;
 
 std::string gib(double bytes) {
   char buf[32];
@@ -156,7 +155,7 @@ void CudaBackend::setup(const RankPlan& plan, Transport& world) {
       r.id = static_cast<Stream>(i);
       PARALAB_CU(cudaStreamCreateWithPriority(&r.stream, cudaStreamNonBlocking, is_comm_stream(r.id) ? greatest : least));
       if (gemms[static_cast<size_t>(i)]) r.lt = std::make_unique<LtGemm>(r.stream, kWorkspaceBytes);
-      PARALAB_CU(cudaMalloc(&r.scalars, kScalarBytes));
+      PARALAB_CU(cudaMalloc(&r.scalars, ScalarSlots::kBytes));
     }
 
     lap("streams");  // streams, cuBLASLt handles and workspaces

@@ -105,11 +105,33 @@ class LtGemm {
   std::set<Fp8Shape> fp8_refused_shapes_;
 };
 
+// The stream's per-op device scalars (StreamRes::scalars), one fixed slot per use; the ops of a
+// stream run in its order, so each op's slots are its own while it runs. The FP8 scale factors
+// cuBLASLt reads (A/B_SCALE_POINTER) sit 256 B apart, each aligned as its own cudaMalloc would
+// be, as Transformer Engine's scale_inv tensors are: cuBLASLt 13.1 refused every FP8 call with
+// them at +8 and +12 bytes of one allocation (H200, 2026-11-27), and its documentation states
+// no alignment for them, so the backend gives them the most any allocation has.
+struct ScalarSlots {
+  static constexpr size_t kBytes = 1024;
+  static constexpr size_t kFp8Amax = 0;         // float[2]: amax of A, of B (our kernels only)
+  static constexpr size_t kOptimizerFound = 32;  // int32: the step's overflow flag, as read
+  static constexpr size_t kOptimizerDivisor = 36;  // float: loss scale x clipping divisor
+  static constexpr size_t kOverflowFound = 40;   // int32: one overflow check's flag
+  static constexpr size_t kFp8ScaleInvA = 256;   // float: A's dequantization scale (cuBLASLt)
+  static constexpr size_t kFp8ScaleInvB = 512;   // float: B's
+  static_assert(kFp8ScaleInvA % 256 == 0 && kFp8ScaleInvB % 256 == 0, "a scale as aligned as its own cudaMalloc");
+  static_assert(kOverflowFound + 4 <= kFp8ScaleInvA && kFp8ScaleInvB + 4 <= kBytes, "slots apart, inside the buffer");
+  template <typename T>
+  static T* at(void* scalars, size_t offset) {
+    return reinterpret_cast<T*>(static_cast<char*>(scalars) + offset);
+  }
+};
+
 struct StreamRes {
   Stream id = Stream::compute;
   cudaStream_t stream = nullptr;
   std::unique_ptr<LtGemm> lt;
-  void* scalars = nullptr;  // 256 B of per-op device scalars (fp8 amax/scales, optimizer flags)
+  void* scalars = nullptr;  // ScalarSlots::kBytes of per-op device scalars
 };
 
 // What an op is enqueued with.

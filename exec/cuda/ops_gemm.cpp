@@ -148,8 +148,12 @@ bool LtGemm::run(const LtCall& c) {
     PARALAB_CUBLAS(cublasLtMatmulDescSetAttribute(e.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c.b_scale, sizeof c.b_scale));
   }
   const float alpha = 1.0f;
+  // An FP8 call that does not accumulate reads no C: C is passed as nullptr, as XLA does since
+  // CUDA 13.0's cuBLASLt refuses FP8 calls whose C and D are one pointer with two descriptors
+  // (openxla/xla PR 34912); D is the output in place either way.
+  const void* c_in = fp8 && c.beta == 0.0f ? nullptr : c.c;
   cublasStatus_t st =
-      cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algos[0], ws_, ws_bytes_, stream_);
+      cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c_in, e.c, c.c, e.c, &e.algos[0], ws_, ws_bytes_, stream_);
   // The heuristic can offer an FP8 algorithm the call then refuses (an H200 with CUDA 13.0 at
   // gpt-1.7b's shapes, 2026-11-27; nothing is enqueued): the next candidate is tried, and a shape
   // none of them runs is remembered as one without FP8, so the caller falls back at once.
@@ -161,7 +165,7 @@ bool LtGemm::run(const LtCall& c) {
       fp8_refused_shapes_.insert(fp8_shape(c));
       return false;
     }
-    st = cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c.c, e.c, c.c, e.c, &e.algos[0], ws_,
+    st = cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c_in, e.c, c.c, e.c, &e.algos[0], ws_,
                         ws_bytes_, stream_);
   }
   if (st != CUBLAS_STATUS_SUCCESS)
@@ -254,24 +258,26 @@ void run_gemm(const OpCall& call, CudaOpContext& ctx) {
     const bool want_fp8 = g.math == MathMode::fp8 && linear && ctx.fp8 && bc.a != Operand::ones && bc.b != Operand::ones;
     const bool fp8_shape = bc.m % 16 == 0 && bc.n % 16 == 0 && bc.k % 16 == 0 && bc.batch == 1;
     if (want_fp8 && fp8_shape && !refused()) {
-      auto* sc = static_cast<float*>(ctx.res.scalars);  // [0,1] amax a/b, [2,3] scale_inv a/b
-      PARALAB_CU(cudaMemsetAsync(sc, 0, 2 * sizeof(float), s));
+      float* amax = ScalarSlots::at<float>(ctx.res.scalars, ScalarSlots::kFp8Amax);  // [0] A, [1] B
+      float* inv_a = ScalarSlots::at<float>(ctx.res.scalars, ScalarSlots::kFp8ScaleInvA);
+      float* inv_b = ScalarSlots::at<float>(ctx.res.scalars, ScalarSlots::kFp8ScaleInvB);
+      PARALAB_CU(cudaMemsetAsync(amax, 0, 2 * sizeof(float), s));
       Scratch qa(bc.m * bc.k, s), qb(bc.k * bc.n, s);
       const Fp8Layout lay = fp8_layout(bc);
       // cuBLAS A as stored is (trans_a ? k x m : m x k) column-major = its transpose row-major.
       const int64_t ar = bc.trans_a ? bc.m : bc.k, ac = bc.trans_a ? bc.k : bc.m;
       const int64_t br = bc.trans_b ? bc.k : bc.n, bcn = bc.trans_b ? bc.n : bc.k;
-      dev::amax(lc.a, dt(at), ar, ac, bc.lda, sc + 0, s);
-      dev::amax(lc.b, dt(bt), br, bcn, bc.ldb, sc + 1, s);
-      dev::quantize_e4m3(lc.a, dt(at), ar, ac, bc.lda, lay.transpose_a, sc + 0, static_cast<uint8_t*>(qa.get()), sc + 2, s);
-      dev::quantize_e4m3(lc.b, dt(bt), br, bcn, bc.ldb, lay.transpose_b, sc + 1, static_cast<uint8_t*>(qb.get()), sc + 3, s);
+      dev::amax(lc.a, dt(at), ar, ac, bc.lda, amax + 0, s);
+      dev::amax(lc.b, dt(bt), br, bcn, bc.ldb, amax + 1, s);
+      dev::quantize_e4m3(lc.a, dt(at), ar, ac, bc.lda, lay.transpose_a, amax + 0, static_cast<uint8_t*>(qa.get()), inv_a, s);
+      dev::quantize_e4m3(lc.b, dt(bt), br, bcn, bc.ldb, lay.transpose_b, amax + 1, static_cast<uint8_t*>(qb.get()), inv_b, s);
       LtCall q = lc;
       q.trans_a = true, q.trans_b = false;
       q.lda = bc.k, q.ldb = bc.k;
       q.a = qa.get(), q.b = qb.get();
       q.a_t = q.b_t = CUDA_R_8F_E4M3;
       q.compute = CUBLAS_COMPUTE_32F;
-      q.a_scale = sc + 2, q.b_scale = sc + 3;
+      q.a_scale = inv_a, q.b_scale = inv_b;
       done = ctx.res.lt->run(q);
       if (!done && q.bias) {
         // Without the BIAS epilogue (its own cache entry), the bias then added by our kernel.

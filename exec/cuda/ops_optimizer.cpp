@@ -44,8 +44,8 @@ void optimizer(const OpCall& call, CudaOpContext& ctx) {
   const cudaStream_t s = ctx.stream();
   const args::OptimizerViews v = args::optimizer_views(call, t);
   const bool fp16 = t.precision == Precision::fp16;
-  auto* found = static_cast<int32_t*>(ctx.res.scalars) + 8;
-  float* divisor = static_cast<float*>(ctx.res.scalars) + 9;
+  auto* found = ScalarSlots::at<int32_t>(ctx.res.scalars, ScalarSlots::kOptimizerFound);
+  auto* divisor = ScalarSlots::at<float>(ctx.res.scalars, ScalarSlots::kOptimizerDivisor);
   const float* scale = fp16 ? static_cast<const float*>(ctx.scaler) : nullptr;  // LossScaleState::scale is first
   dev::optimizer_scalars(v.found_flag, v.norm_sq, scale, t.clip_grad, found, divisor, s);
   if (t.optimizer == Optimizer::adam) {
@@ -64,7 +64,7 @@ void optimizer(const OpCall& call, CudaOpContext& ctx) {
 // Any inf or NaN in the gradient view: the flag [1] keeps the max over the step's checks.
 void overflow_check(const OpCall& call, CudaOpContext& ctx) {
   const cudaStream_t s = ctx.stream();
-  auto* found = static_cast<int32_t*>(ctx.res.scalars) + 10;
+  auto* found = ScalarSlots::at<int32_t>(ctx.res.scalars, ScalarSlots::kOverflowFound);
   PARALAB_CU(cudaMemsetAsync(found, 0, 4, s));
   kernels::check_overflow_cuda(args::overflow_check(call, found), s);
   dev::flag_max(static_cast<float*>(call.writes[0]), found, s);

@@ -7,7 +7,9 @@
 // per variant, how many algorithms the heuristic offers and how many of them the call then
 // runs, so one short GPU run says which difference matters. Shapes: gpt-1.7b's QKV GEMM
 // (m 6912, n 1024, k 2304) and a small 64^3 one. Last, per shape, the backend's own LtGemm::run
-// (exec/cuda) with the FP8 call ops_gemm.cpp makes, and a bf16 control through it.
+// (exec/cuda) with the FP8 call ops_gemm.cpp makes, and a bf16 control through it. Since
+// 2026-11-28 the backend passes C as nullptr (beta 0) and keeps its scales 256 B apart
+// ("backend now"); the variant named "backend until 2026-11-28" is the call that was refused.
 //
 // Usage: paralab_fp8_probe [--out FILE]   (one JSON document on stdout, and FILE)
 #include <cublasLt.h>
@@ -41,7 +43,7 @@ namespace {
 struct Variant {
   std::string name;
   bool out_of_place = false;   // D a separate buffer (C still read, beta = 0)
-  bool c_null = false;         // C pointer nullptr (beta = 0), D separate
+  bool c_null = false;         // C pointer nullptr (beta = 0); D in place unless out_of_place
   bool bias = false;           // BIAS epilogue (bf16 bias of length m)
   bool scales = true;          // A/B scale pointers set
   bool scales_16b = false;     // each scale in its own 256-byte aligned allocation
@@ -62,6 +64,7 @@ struct Buffers {
   float* scales = nullptr;  // [0..3]: the backend's layout (scale_inv a/b at +2, +3)
   float* scale_a = nullptr;
   float* scale_b = nullptr;
+  void* slots = nullptr;  // the backend's per-stream scalars (exec/cuda ScalarSlots)
   void* ws = nullptr;
 };
 
@@ -112,7 +115,7 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   const uint64_t ws = v.workspace ? ws_bytes : 0;
   PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   if (v.align_prefs) {
-    const void* d_ptr = (v.out_of_place || v.c_null) ? buf.d : buf.c;
+    const void* d_ptr = v.out_of_place ? buf.d : buf.c;
     const uint32_t al_a = alignment(buf.a), al_b = alignment(buf.b), al_c = alignment(d_ptr);
     PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
     PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
@@ -127,7 +130,7 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   out["offered"] = hs == CUBLAS_STATUS_SUCCESS ? found : 0;
   const float alpha = 1.0f, beta = v.beta_one ? 1.0f : 0.0f;
   const void* c = v.c_null ? nullptr : buf.c;
-  void* d = (v.out_of_place || v.c_null) ? buf.d : buf.c;
+  void* d = v.out_of_place ? buf.d : buf.c;
   int ran = 0;
   std::vector<int> statuses;
   for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
@@ -162,7 +165,10 @@ nlohmann::json probe_lt_gemm(bool fp8, bool bias, int64_t m, int64_t n, int64_t 
   c.c_t = CUDA_R_16BF;
   c.a = buf.a, c.b = buf.b, c.c = buf.c;
   c.bias = bias ? buf.bias : nullptr;
-  if (fp8) c.a_scale = buf.scales + 2, c.b_scale = buf.scales + 3;
+  if (fp8) {
+    c.a_scale = pc::ScalarSlots::at<float>(buf.slots, pc::ScalarSlots::kFp8ScaleInvA);
+    c.b_scale = pc::ScalarSlots::at<float>(buf.slots, pc::ScalarSlots::kFp8ScaleInvB);
+  }
   try {
     pc::LtGemm lt(stream, ws_bytes);
     out["ran"] = lt.run(c) ? 1 : 0;
@@ -206,6 +212,7 @@ int main(int argc, char** argv) {
     PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scales), 256));
     PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_a), 256));
     PROBE_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf.scale_b), 256));
+    PROBE_CHECK(cudaMalloc(&buf.slots, paralab::exec::cuda::ScalarSlots::kBytes));
     PROBE_CHECK(cudaMalloc(&buf.ws, ws_bytes));
     // e4m3 0x38 = 1.0 (bf16 0x3838 ~ 4.4e-5); scales 1.0: values that cannot overflow.
     PROBE_CHECK(cudaMemset(buf.a, 0x38, static_cast<size_t>(M * K * 2)));
@@ -216,6 +223,8 @@ int main(int argc, char** argv) {
     PROBE_CHECK(cudaMemcpy(buf.scales, ones.data(), sizeof ones, cudaMemcpyHostToDevice));
     PROBE_CHECK(cudaMemcpy(buf.scale_a, ones.data(), sizeof(float), cudaMemcpyHostToDevice));
     PROBE_CHECK(cudaMemcpy(buf.scale_b, ones.data(), sizeof(float), cudaMemcpyHostToDevice));
+    for (const size_t off : {paralab::exec::cuda::ScalarSlots::kFp8ScaleInvA, paralab::exec::cuda::ScalarSlots::kFp8ScaleInvB})
+      PROBE_CHECK(cudaMemcpy(static_cast<char*>(buf.slots) + off, ones.data(), sizeof(float), cudaMemcpyHostToDevice));
     cudaStream_t stream = nullptr;
     PROBE_CHECK(cudaStreamCreate(&stream));
     cublasLtHandle_t lt = nullptr;
@@ -229,10 +238,13 @@ int main(int argc, char** argv) {
     };
     const std::vector<Variant> variants = {
         with("control: bf16 inputs, in place (as the backend's bf16 calls)", [](Variant& v) { v.bf16_inputs = true; }),
-        with("backend (in place, scales at +8/+12 bytes)", [](Variant&) {}),
+        with("backend until 2026-11-28 (in place, scales at +8/+12 bytes)", [](Variant&) {}),
         with("backend + BIAS epilogue", [](Variant& v) { v.bias = true; }),
         with("D out of place", [](Variant& v) { v.out_of_place = true; }),
-        with("C nullptr, D out of place", [](Variant& v) { v.c_null = true; }),
+        with("C nullptr, D out of place", [](Variant& v) { v.c_null = true, v.out_of_place = true; }),
+        with("C nullptr, D in place", [](Variant& v) { v.c_null = true; }),
+        with("backend now (C nullptr, D in place, scales in their own 256 B, alignment preferences)",
+             [](Variant& v) { v.c_null = true, v.scales_16b = true, v.align_prefs = true; }),
         with("scales in their own allocations", [](Variant& v) { v.scales_16b = true; }),
         with("no scale pointers", [](Variant& v) { v.scales = false; }),
         with("C and D fp32", [](Variant& v) { v.d_fp32 = true; }),
@@ -260,7 +272,7 @@ int main(int argc, char** argv) {
     cublasLtDestroy(lt);
     cudaStreamDestroy(stream);
     for (void* p : {buf.a, buf.b, buf.c, buf.d, buf.bias, static_cast<void*>(buf.scales), static_cast<void*>(buf.scale_a),
-                    static_cast<void*>(buf.scale_b), buf.ws})
+                    static_cast<void*>(buf.scale_b), buf.slots, buf.ws})
       cudaFree(p);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "paralab_fp8_probe: error: %s\n", e.what());
