@@ -7,9 +7,9 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -46,6 +46,17 @@ class Scratch {
   void* p_ = nullptr;
   cudaStream_t stream_;
 };
+
+// Largest power of two (<= 256) dividing every batch's address (the pointer, and with batch > 1
+// its stride in bytes): what cuBLASLt's MIN_ALIGNMENT preferences are told, so that it does not
+// pick an algorithm that assumes more alignment than the views inside qkv/ctx have.
+inline uint32_t alignment(const void* p, int64_t stride_bytes = 0, int64_t batch = 1) {
+  uint64_t a = reinterpret_cast<uintptr_t>(p);
+  if (batch > 1) a |= static_cast<uint64_t>(stride_bytes);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al >>= 1;
+  return al;
+}
 
 // One cuBLASLt matmul in column-major terms (a BlasCall with pointers and types).
 struct LtCall {

@@ -24,16 +24,6 @@ cudaDataType_t lt_type(DType t) {
   throw InternalError("gemm: dtype " + std::string(to_string(t)) + " has no cuBLAS type");
 }
 
-// Largest power of two (<= 256) dividing every batch's address: cuBLASLt must not pick an
-// algorithm that assumes more alignment than the views inside qkv/ctx have.
-uint32_t alignment(const void* p, int64_t stride_bytes, int64_t batch) {
-  uint64_t a = reinterpret_cast<uintptr_t>(p);
-  if (batch > 1) a |= static_cast<uint64_t>(stride_bytes);
-  uint32_t al = 256;
-  while (al > 1 && (a % al) != 0) al >>= 1;
-  return al;
-}
-
 int64_t elem_bytes(cudaDataType_t t) {
   switch (t) {
     case CUDA_R_32F: return 4;
@@ -66,7 +56,7 @@ bool LtGemm::run(const LtCall& c) {
   const uint32_t al_a = alignment(c.a, c.stride_a * elem_bytes(c.a_t), c.batch);
   const uint32_t al_b = alignment(c.b, c.stride_b * elem_bytes(c.b_t), c.batch);
   const uint32_t al_c = alignment(c.c, c.stride_c * elem_bytes(c.c_t), c.batch);
-  const uint32_t al_bias = c.bias ? alignment(c.bias, 0, 1) : 0;
+  const uint32_t al_bias = c.bias ? alignment(c.bias) : 0;
   const Key key{c.trans_a, c.trans_b, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c,
                 static_cast<int>(c.a_t), static_cast<int>(c.c_t), static_cast<int>(c.compute),
                 static_cast<int>(al_a), static_cast<int>(al_b), static_cast<int>(al_c), static_cast<int>(al_bias),

@@ -68,14 +68,6 @@ struct Buffers {
   void* ws = nullptr;
 };
 
-// Largest power of two (<= 256) dividing the address, as the backend's preferences say.
-uint32_t alignment(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uint32_t al = 256;
-  while (al > 1 && (a % al) != 0) al >>= 1;
-  return al;
-}
-
 nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n, int64_t k, const Buffers& buf,
                      size_t ws_bytes, cudaStream_t stream) {
   nlohmann::json out;
@@ -116,7 +108,8 @@ nlohmann::json probe(cublasLtHandle_t lt, const Variant& v, int64_t m, int64_t n
   PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   if (v.align_prefs) {
     const void* d_ptr = v.out_of_place ? buf.d : buf.c;
-    const uint32_t al_a = alignment(buf.a), al_b = alignment(buf.b), al_c = alignment(d_ptr);
+    const uint32_t al_a = paralab::exec::cuda::alignment(buf.a), al_b = paralab::exec::cuda::alignment(buf.b),
+                   al_c = paralab::exec::cuda::alignment(d_ptr);
     PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
     PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
     PROBE_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
