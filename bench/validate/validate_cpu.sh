@@ -8,10 +8,11 @@
 # after 10 s of bench/host's core steadiness (how much the cores themselves move) and 10 s of
 # its cross-core copies (how much the path between them moves).
 #
-# --interleave: each calibration's in-situ launches run between blocks of its executions
-# (validate --interleave); --in-situ-launches K: how many (default 4).
+# Each calibration's in-situ launches run between blocks of its executions (validate's default,
+# --interleave); --calibrate-first: before them (validate --calibrate-first); --in-situ-launches
+# K: how many (default 4).
 #
-#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--interleave] [--in-situ-launches K] [--out DIR] [SCENARIO...]
+#   bench/validate/validate_cpu.sh [--build DIR] [--runs K] [--pairs] [--interleave | --calibrate-first] [--in-situ-launches K] [--out DIR] [SCENARIO...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build runs= pairs=0 first= out=$(mktemp -d /tmp/paralab-validate-XXXXXX)
@@ -22,9 +23,10 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --pairs) pairs=1; shift ;;
     --interleave) first="$first --interleave"; shift ;;
+    --calibrate-first) first="$first --calibrate-first"; shift ;;
     --in-situ-launches) first="$first --in-situ-launches $2"; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "validate_cpu.sh: unknown option $1" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac

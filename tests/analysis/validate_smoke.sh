@@ -13,7 +13,7 @@ mkdir -p "$work"
 export PARALAB_CACHE_DIR="$work/cache"
 shrink=(--set model.num_layers=2 --set training.global_batch_size=2)
 
-"$paralab" validate "$scenario" --backend cpu --quick-calibration --interleave --steps 1 --json \
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --steps 1 --json \
   --report "$work/report.html" --out-dir "$work/traces" "${shrink[@]}" >"$work/out.json" 2>"$work/err.txt" || {
   echo "validate failed:"; cat "$work/err.txt"; exit 1; }
 for key in '"predicted"' '"measured"' '"step_time_error_pct"' '"op_mape_pct"' '"step_time_s"'; do
@@ -51,7 +51,7 @@ assert x["executions"] >= 1 and x["step_median_s"] > 0, x
 # and the fastest half's median, which the drift and the in-sample error are taken against.
 assert 0 < x["step_min_s"] <= x["step_fast_s"] <= x["step_median_s"] <= x["step_max_s"], x
 # Spread over the default 4 launches of the calibration job (analysis/in_situ_run.hpp), one or more each,
-# which validate ran between blocks of its own executions (--interleave).
+# which validate ran between blocks of its own executions (--interleave, the default).
 assert x["launches"] == 4 and x["executions"] >= 4, x
 assert x["interleaved"] is True, x
 assert abs(x["measured_step_median_s"] - sorted(steps)[(runs - 1) // 2]) < 1e-12, x
@@ -136,12 +136,12 @@ awk -v x="$noise" 'BEGIN { exit !(x > 0) }' || { echo "run-to-run op MAPE is $no
 half=$(sed -n 's/^reference   the per-op medians of the even and the odd runs differ by \([0-9.]*\)% (MAPE).*/\1/p' "$work/out2.txt")
 [ -n "$half" ] || { echo "no split-half reference line"; cat "$work/out2.txt"; exit 1; }
 awk -v x="$half" 'BEGIN { exit !(x > 0) }' || { echo "split-half op MAPE is $half%, expected > 0"; cat "$work/out2.txt"; exit 1; }
-# By default the calibration is made first, then the executions; --in-situ-launches sets how
+# --calibrate-first: the calibration is made first, then the executions; --in-situ-launches sets how
 # many launches its executions spread over. By default each launch measures the steps that fit
 # in 0.4 s after its warm-up, at most 8, each an execution with its own trace.
 # --in-sample-bound 0: every calibration is at odds with its own executions, so the one made
 # now is made again (the default --calibration-attempts 2) and the less at odds kept.
-"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --in-situ-launches 2 --runs 3 --json \
+"$paralab" validate "$scenario" --backend cpu --quick-calibration --recalibrate --calibrate-first --in-situ-launches 2 --runs 3 --json \
   --in-sample-bound 0 --out-dir "$work/traces3" "${shrink[@]}" >"$work/out3.json" 2>"$work/err3.txt" || {
   echo "validate (calibrate first) failed:"; cat "$work/err3.txt"; exit 1; }
 python3 - "$work/out3.json" "$work/err3.txt" "$work/traces3" "$PARALAB_CACHE_DIR" <<'PY' || exit 1

@@ -60,6 +60,7 @@ validate_expect "partial.toml" --calibration "$work/partial.toml"
 validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got '0'" --calibration-attempts 0
 validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got 'two'" --calibration-attempts two
 validate_expect "--in-sample-bound needs a number in \[0, 100\], got '-1'" --in-sample-bound -1
+validate_expect "--interleave and --calibrate-first exclude each other" --interleave --calibrate-first
 validate_expect "--in-sample-bound needs a number in \[0, 100\], got 'ten'" --in-sample-bound ten
 
 # output ARGS...: the command exits 2 at once, naming the option's path, and writes nothing.
