@@ -98,10 +98,10 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   v.launch = refs.command_line();
 
   // 1. Calibration, and 3. the reference executions. A calibration made now executes the
-  // scenario in situ over several launches; with opts.interleave (the default), those launches run
-  // between blocks of the reference's executions (the earlier ones as `calibrate --in-situ-only`
-  // jobs, the measuring job last with their traces), so that the machine's pace over these
-  // minutes is in both.
+  // scenario in situ over several launches; with opts.interleave (the default), those
+  // launches run between blocks of the reference's executions (the earlier ones as `calibrate
+  // --in-situ-only` jobs, the measuring job last with their traces), so that the machine's pace
+  // over these minutes is in both.
   bool make = false;
   if (!opts.calibration.empty()) {
     if (!std::filesystem::is_regular_file(opts.calibration))

@@ -1,8 +1,8 @@
 // paralab — the calibration `paralab validate` makes when none is given or cached (its step 1;
 // docs/calibration.md, "validate"): `paralab calibrate SCENARIO` as a child process into the
 // cache's file, its in-situ launches between the blocks of the reference's executions
-// (interleave, the default) or before them; calibrating first, made again while its prediction is at odds with its
-// own executions of the scenario (analysis/in_sample.hpp).
+// (interleave, the default) or before them; calibrating first, made again while its
+// prediction is at odds with its own executions of the scenario (analysis/in_sample.hpp).
 #pragma once
 
 #include <filesystem>
