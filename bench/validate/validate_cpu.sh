@@ -4,7 +4,8 @@
 # and every scenarios/cpu-*.toml, each with a fresh calibration, and with --pairs two
 # back-to-back executions of each compared with each other (`paralab compare A B`: how much
 # the machine alone moves a step). Prints markdown rows for bench/results/validate_cpu.md.
-# Run it on an otherwise idle machine; it takes about 5-7 minutes (10 with --pairs) on 2 cores,
+# Run it on an otherwise idle machine; on 2 cores it takes 8-9.5 minutes on the faster build
+# hosts and 11-12 on the slowest (bench/results/validate_cpu.md; a few more with --pairs),
 # after 10 s of bench/host's core steadiness (how much the cores themselves move) and 10 s of
 # its cross-core copies (how much the path between them moves).
 #
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --calibrate-first) first="$first --calibrate-first"; shift ;;
     --in-situ-launches) first="$first --in-situ-launches $2"; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "validate_cpu.sh: unknown option $1" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
