@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/arrival_model.hpp"
 #include "analysis/in_situ.hpp"
 #include "analysis/in_situ_run.hpp"
 #include "analysis/run_noise.hpp"
@@ -430,6 +431,10 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
   }
   res.paralab_version = paralab_version();
   fit_all(res);
+  // Drift or constant arrival skew: whichever predicts the executions just taken (arrival_model.hpp).
+  std::vector<Scenario> executed;
+  for (const auto& [index, ir] : in_situ) executed.push_back(ir->scenario);
+  choose_arrival_model(res, executed);
   res.host.loadavg_end = loadavg();
   res.wall_s = std::chrono::duration<double>(clock_type::now() - t_start).count();
   return res;

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -103,17 +104,25 @@ struct CalibrationResult {
   static constexpr size_t kMinAwakeAcks = 20;
   // The arrival skew as drift (CollectiveSpec::sync_drift and spread_drift, in_situ.hpp's
   // fit_drift): used, and sync_skew_us then 0, when its spread tells the calls with a sleeping
-  // member better than no drift.
+  // member better than no drift, and drift_allowed.
   DriftFit drift;
+  // fit_all's input: whether the drift may be used. choose_arrival_model (arrival_model.hpp)
+  // clears it when the constant skew predicts the calibration's own executions better, and
+  // records both: the executed scenarios' mean |in-sample error| (%) with the drift and with
+  // the constant skew (NaN: not compared).
+  bool drift_allowed = true;
+  double in_sample_drift_pct = std::numeric_limits<double>::quiet_NaN();
+  double in_sample_skew_pct = std::numeric_limits<double>::quiet_NaN();
+  [[nodiscard]] bool drift_used() const { return drift_allowed && drift.use(); }
   // DeviceSpec::compute_tail: per in-situ execution (not when compute is replayed by CPU time),
   // its compute ops' summed time over their keys' medians summed, minus 1; the median over the
   // executions (0: none taken).
   double compute_tail = 0;
   size_t compute_tail_samples = 0, compute_tail_executions = 0;
-  [[nodiscard]] double sync_drift() const { return drift.use() ? drift.rate : 0.0; }
+  [[nodiscard]] double sync_drift() const { return drift_used() ? drift.rate : 0.0; }
   // The executor's poller spin window on a CPU host (0 elsewhere: no poller sleeps).
   [[nodiscard]] double poll_spin_us() const { return base.device.kind == DeviceKind::cpu ? exec::kPollSpinUs : 0.0; }
-  [[nodiscard]] double spread_drift() const { return drift.use() ? drift.spread : 0.0; }
+  [[nodiscard]] double spread_drift() const { return drift_used() ? drift.spread : 0.0; }
   double comm_in_situ_extra_us = 0;
   // c: the awake executed calls moved their bytes (1 + c) times slower than the sweep's fit
   // says (lad_fit.hpp: fitted with the per-call extras, weighted least absolute deviations);

@@ -127,9 +127,11 @@ void fit_all(CalibrationResult& r) {
   // bench/results/validate_cpu.md, "eighth session". Members weigh 1 / their call's time
   // (DriftFit): quickstart's op MAPE was 22-26 % with the drift and 10-11 % without
   // ("eleventh session"), as a 150 us call put to sleep is off by more than a 350 us one left awake.
+  // The whole step has the last word: choose_arrival_model (arrival_model.hpp) fits again
+  // without it (drift_allowed false) when the constant predicts the executions better.
   const double spin_us = r.poll_spin_us();
   r.drift = fit_drift(r.in_situ.arrivals, spin_us, kTrim);
-  if (r.drift.use()) r.sync_skew_us = 0;
+  if (r.drift_used()) r.sync_skew_us = 0;
   r.p2p_ack_us = trimmed_mean(awake_acks(r.in_situ.acks, spin_us, CalibrationResult::kMinAwakeAcks), kTrim);
   // The step's own compute times (in situ, the keys' points are their medians): what a step's
   // compute took beyond its ops' medians, as a fraction, in the median execution (validate
@@ -187,7 +189,7 @@ void fit_all(CalibrationResult& r) {
     for (size_t i = 0; i < r.in_situ.comm.size(); ++i) {
       const CommSample& c = r.in_situ.comm[i];
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
-      const bool slept = spin_us > 0 && (r.drift.use() ? c.spread_us : c.waited_us) + fit_us > spin_us;
+      const bool slept = spin_us > 0 && (r.drift_used() ? c.spread_us : c.waited_us) + fit_us > spin_us;
       const bool transfer = c.pattern == CommPattern::send_recv;
       const bool contended = !transfer && spin_us > 0 && c.contended_since_us >= 0 && c.contended_since_us < spin_us;
       Call& k = calls[{slept, contended, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
@@ -330,7 +332,7 @@ void fit_all(CalibrationResult& r) {
     for (const CommSample& call : r.in_situ.comm) {
       if (call.execution < 0) continue;
       const double fit_us = r.comm_fit.predict_us(call.pattern, call.group, call.bytes);
-      const bool slept = split && spin_us > 0 && (r.drift.use() ? call.spread_us : call.waited_us) + fit_us > spin_us;
+      const bool slept = split && spin_us > 0 && (r.drift_used() ? call.spread_us : call.waited_us) + fit_us > spin_us;
       const bool transfer = call.pattern == CommPattern::send_recv;
       const bool is_contended = !transfer && r.contended_extra_own && spin_us > 0 && call.contended_since_us >= 0 &&
                                 call.contended_since_us < spin_us;

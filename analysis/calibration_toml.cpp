@@ -323,11 +323,18 @@ std::string topology_toml(const CalibrationResult& r) {
                     r.sync_skew_executions, waits.size(), trimmed_mean(waits, kInSituTrim), quantile(waits, 0.5));
       kv("sync_skew_us", fnum(t.collectives.sync_skew_us), buf);
     }
+    // Where choose_arrival_model compared the two (arrival_model.hpp), what decided.
+    char step[200] = "";
+    if (!std::isnan(r.in_sample_drift_pct))
+      std::snprintf(step, sizeof step,
+                    "; the executions it was fitted on predicted %.1f %% off with it, %.1f %% with a constant skew",
+                    r.in_sample_drift_pct, r.in_sample_skew_pct);
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
                   "(%.3g), %zu members, %s: its spread below tells the calls with a member asleep for %.0f %% of them, "
-                  "no drift for %.0f %% (members weighed by 1 / call time)",
-                  r.drift.rate, waits.size(), r.sync_drift() > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake);
+                  "no drift for %.0f %% (members weighed by 1 / call time)%s",
+                  r.drift.rate, waits.size(), r.sync_drift() > 0 ? "used" : "not used", 100 * r.drift.right, 100 * r.drift.right_awake,
+                  step);
     kv("sync_drift", fnum(t.collectives.sync_drift), waits.empty() ? "from the base topology" : buf);
     if (r.drift.spread > 0)
       std::snprintf(buf, sizeof buf,
