@@ -327,7 +327,7 @@ std::string topology_toml(const CalibrationResult& r) {
     char step[200] = "";
     if (!std::isnan(r.in_sample_drift_pct))
       std::snprintf(step, sizeof step,
-                    "; the executions it was fitted on predicted %.1f %% off with it, %.1f %% with a constant skew",
+                    "; the executions it was fitted on predicted %.2f %% off with it, %.2f %% with a constant skew",
                     r.in_sample_drift_pct, r.in_sample_skew_pct);
     std::snprintf(buf, sizeof buf,
                   "in situ: summed waits for a collective's last member / summed time since compute last waited for a call "
