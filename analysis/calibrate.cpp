@@ -357,13 +357,14 @@ CalibrationResult run_calibration(exec::Transport& world, const CalibrateOptions
     steps.digest = scenario_digest(ir->scenario);
     steps.launches = launches;
     for (const StepResult& r : runs) steps.s.push_back(r.step_time_s);
-    // The in-situ figures come from the fastest half of the executions, the machine's own
-    // pace (run_noise.hpp, fastest_half), as validate compares its runs' fastest half. With
+    // The in-situ figures come from the executions whose middle one is the fastest half's
+    // median step, the machine's own pace (run_noise.hpp, centred_fast_half), the step the file
+    // gives and validate compares its runs' with (the same rule on its side). With
     // more ranks than cores, the gaps before compute ops are net of the turns the simulator's
     // core pool takes by itself (all of this job's ranks on this host: a stage's world / pp).
     const double turns =
         res.compute_cpu_time ? sim::CoreShare::turns_of(ir->layout.world() / ir->layout.pp(), res.host.cores) : 1.0;
-    for (const int k : fastest_half(steps.s))
+    for (const int k : centred_fast_half(steps.s))
       collect_in_situ(*ir, runs[static_cast<size_t>(k)], "execution " + ir->scenario.name, res.in_situ, turns);
   }
 

@@ -410,7 +410,7 @@ std::string topology_toml(const CalibrationResult& r) {
     kv("executions", fint(e.executions));
     kv("launches", fint(e.launches));
     kv("step_median_s", fnum(e.step_median_s));
-    kv("step_fast_s", fnum(e.step_fast_s), "the fastest half's median: the in-situ figures are that half's");
+    kv("step_fast_s", fnum(e.step_fast_s), "the fastest half's median: the in-situ figures are the executions centred on it");
     kv("step_min_s", fnum(e.step_min_s));
     kv("step_max_s", fnum(e.step_max_s));
     line("");

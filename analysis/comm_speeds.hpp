@@ -63,7 +63,7 @@ std::string two_speeds_warning(const CommSpeeds& s);
 
 // A class of collective as the calibration's executions ran it ([[calibration.call]]'s
 // executed_us) and as validate's reference did: the median over the class's ops of their
-// compared durations (each op's median over the fastest half). The same statistic on both
+// compared durations (each op's median over the centred fast half). The same statistic on both
 // sides, measurement against measurement: a ratio far from 1 is the host's communication
 // changing speed between calibrating and measuring, which the step time (host drift) hides when
 // the calls are a small part of it (N10 of the forty-third session: quickstart's step +2.7 %

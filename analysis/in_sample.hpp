@@ -17,7 +17,7 @@ namespace paralab::calib {
 
 // |pct()| beyond this (validate's default; --in-sample-bound): the prediction misses the very executions it was calibrated on, and a
 // step error against a later reference is no check of the model. The in-situ figures are each
-// op's median over the executions' fastest half; when the host stalled those executions now and
+// op's median over the executions' centred fast half; when the host stalled those executions now and
 // then, a stall lands on different ops in different steps, and the per-op medians stay nearer
 // the quiet pace than the half's median step does. On the 2-vCPU build VM, of the 40 rows of
 // passes N8-N12, 39 were within 6.1 % of their executions (38 within 2.8 %), one at -10.2 %

@@ -31,6 +31,12 @@ double fast_half_step_s(const std::vector<double>& step_s) {
   return fast.empty() ? 0.0 : step_s[static_cast<size_t>(fast[(fast.size() - 1) / 2])];
 }
 
+std::vector<int> centred_fast_half(const std::vector<double>& step_s) {
+  std::vector<int> fast = fastest_half(step_s);
+  if (!fast.empty()) fast.resize(2 * ((fast.size() - 1) / 2) + 1);
+  return fast;
+}
+
 double run_to_run_mape_pct(const RunDurations& durations, int runs) {
   double sum = 0;
   int64_t pairs = 0;

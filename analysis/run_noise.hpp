@@ -49,6 +49,15 @@ std::vector<int> fastest_half(const std::vector<double>& step_s);
 // The median step of the fastest half (its lower middle: a run that happened; 0 for none).
 double fast_half_step_s(const std::vector<double>& step_s);
 
+// The executions whose figures stand for the fast half's median step: its fastest 2m + 1,
+// m = (ceil(n / 2) - 1) / 2, so that their middle one is the run fast_half_step_s names (an
+// odd half whole, an even half without its slowest), fastest first. The calibration's in-situ
+// figures and validate's per-op reference come from these. Taken from the whole even half, a
+// slow phase's run weighed in on a step it was no part of: with quickstart's 4 executions
+// the half is 2, its median the fastest, and over N24-N41 the second was often a slow-phase
+// run that waited 5-7x longer at its calls (bench/results/validate_cpu.md, "fiftieth session").
+std::vector<int> centred_fast_half(const std::vector<double>& step_s);
+
 // The upper median of `v` (not empty): the rule validate's reference takes. Takes a copy, so
 // a caller's durations stay in run order for the figures above.
 double upper_median(std::vector<double> v);

@@ -159,16 +159,17 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   }
 
   // The reference: the fastest half of the runs, the machine's own pace (run_noise.hpp,
-  // fastest_half), as the calibration's in-situ figures are its executions' fastest half; the
-  // run with that half's median step is compared, its ops at their medians over the half (below).
+  // fastest_half); the run with that half's median step is compared, its ops at their medians
+  // over the runs centred on it (centred_fast_half), as the calibration's in-situ figures are
+  // its executions' (below).
   v.execute_s = refs.seconds();
   v.runs = refs.count();
   v.launches = refs.launches();
   v.run_step_times_s = refs.step_times_s();
   v.run_launch = refs.launch_of();
-  const std::vector<int> fast = fastest_half(v.run_step_times_s);
+  const std::vector<int> fast = centred_fast_half(v.run_step_times_s);
   v.compared_runs = static_cast<int>(fast.size());
-  const int chosen = fast[(fast.size() - 1) / 2];
+  const int chosen = fast[fast.size() / 2];
   const double compared_step = v.run_step_times_s[static_cast<size_t>(chosen)];
   std::vector<double> sorted = v.run_step_times_s;
   std::sort(sorted.begin(), sorted.end());
@@ -207,7 +208,7 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     add_compute_busy(v.measured.result, ir, busy_s);
     v.comm_ops_aligned = align_comm_starts(v.measured.result, ir);
     if (v.runs > 1) {
-      // Every run for the noise figures (in run order), the fastest half for the medians.
+      // Every run for the noise figures (in run order), the centred fast half for the medians.
       RunDurations durations, compared;
       std::vector<bool> in_fast(static_cast<size_t>(v.runs), false);
       for (const int k : fast) in_fast[static_cast<size_t>(k)] = true;
@@ -338,12 +339,19 @@ std::string validate_table(const ValidateOutcome& v) {
   if (v.run_step_times_s.size() > 1) {
     std::vector<double> st = v.run_step_times_s;
     std::sort(st.begin(), st.end());
+    // One compared run (a fast half of 1 or 2: the fastest) is its own reference op by op.
+    const std::string compared =
+        v.compared_runs == 1 ? "the fastest compared, op by op)"
+                             : "the fastest " + std::to_string(v.compared_runs) +
+                                   " compared: the run\n            with their median step, each op at its median over them)";
+    std::snprintf(buf, sizeof buf, "runs        %zu executions in %d launch%s, step time %.4g .. %.4g s (", st.size(),
+                  v.launches, v.launches == 1 ? "" : "es", st.front(), st.back());
+    out += buf;
+    out += compared;
     std::snprintf(buf, sizeof buf,
-                  "runs        %zu executions in %d launch%s, step time %.4g .. %.4g s (the fastest %d compared: the run\n"
-                  "            with their median step, each op at its median over them)\n"
-                  "noise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
+                  "\nnoise       the executions differ from each other by %.1f%% per op (MAPE) and %.1f%% in step time\n"
                   "            (max - min over the median); a single execution is that noisy a reference\n\n",
-                  st.size(), v.launches, v.launches == 1 ? "" : "es", st.front(), st.back(), v.compared_runs, v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
+                  v.run_to_run_op_mape_pct, v.run_to_run_step_spread_pct);
     out += buf;
   }
   if (v.halves()) {

@@ -9,7 +9,7 @@
 //   2. simulate the scenario on the calibrated topology (its trace);
 //   3. execute it for real: `mpirun -np N paralab execute SCENARIO --trace-steps ...` (the
 //      launch of launch.hpp), several launches, each warm-up steps then the steps measured in a
-//      short window, each an execution (the fastest half's per-op medians; reference_runs.hpp);
+//      short window, each an execution (per-op medians over the centred fast half; reference_runs.hpp);
 //   4. compare op by op, communication timed as the simulator times it (align_comm_starts).
 #pragma once
 
@@ -70,7 +70,7 @@ struct ValidateOptions {
   double warmup_s = 0.5;
   // Launches (0: as many as fit in about 30 s of executing, start-up included, 7 to 15). Of
   // their executions' fastest half, the one with the median step time is compared, each op
-  // with its median duration over that half (run_noise.hpp, fastest_half).
+  // with its median duration over the runs centred on it (run_noise.hpp, centred_fast_half).
   int runs = 0;
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)
@@ -96,7 +96,7 @@ struct ValidateOutcome {
   int launches = 1;
   // Whether the reference has halves to compare (split_half_op_mape_pct is set).
   [[nodiscard]] bool halves() const { return runs >= kMinSplitRuns && launches >= 2; }
-  int compared_runs = 1;  // the fastest half of them (run_noise.hpp, fastest_half)
+  int compared_runs = 1;  // the fastest half of them, centred on its median (run_noise.hpp, centred_fast_half)
   // How much executions of the same step differ (runs > 1; else 0, null in the JSON): the
   // mean over ordered pairs of runs of one run's per-op MAPE against the other (communication
   // aligned, the scoring rule of compare), and (max - min) / median of the runs' step times:
@@ -106,10 +106,10 @@ struct ValidateOutcome {
   // How well the compared reference reproduces itself (halves(); else 0, null in the JSON):
   // each op's median over the even-numbered launches' runs against its median over the odd
   // ones', MAPE averaged over both directions (analysis/run_noise.hpp). The reference is the
-  // median over the fastest half, about as many runs as either half, so this is about its noise.
+  // median over the centred fast half, about as many runs as either half, so this is about its noise.
   double split_half_op_mape_pct = 0;
   // The compute stream's busy time per rank in each compared execution (every rank of the
-  // fastest half; op durations summed), and the prediction's per stage (mean over stages): whether the machine
+  // centred fast half; op durations summed), and the prediction's per stage (mean over stages): whether the machine
   // computed during the executions as fast as during its calibration, apart from
   // communication. On a shared VM a rank's compute moves by 1.5x between executions
   // (bench/results/validate_cpu.md, "ninth session").

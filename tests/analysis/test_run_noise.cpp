@@ -108,3 +108,23 @@ TEST_CASE("the fastest half: the ceil(n/2) shortest steps, fastest first, and th
     CHECK(fast_half_step_s(s) == sorted[(half.size() - 1) / 2]);
   }
 }
+
+TEST_CASE("the centred fast half: the fastest runs whose middle one is the fast half's median", "[analysis][noise]") {
+  // 4 executions (quickstart's calibration): the half is 2, its median the fastest, alone.
+  CHECK(centred_fast_half({12.4, 10.9, 13.3, 11.6}) == std::vector<int>{1});
+  CHECK(centred_fast_half({5, 3, 4, 1, 2}) == std::vector<int>{3, 4, 1});  // odd half: whole
+  CHECK(centred_fast_half({7, 1, 6, 2, 5, 3, 4}) == std::vector<int>{1, 3, 5});  // 7 runs: half 4, less its slowest
+  CHECK(centred_fast_half({7}) == std::vector<int>{0});
+  CHECK(centred_fast_half({}).empty());
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> step(0.01, 0.05);
+  for (int n = 1; n <= 40; ++n) {
+    std::vector<double> s(static_cast<size_t>(n));
+    for (double& x : s) x = step(rng);
+    const std::vector<int> c = centred_fast_half(s), half = fastest_half(s);
+    REQUIRE(c.size() % 2 == 1);
+    CHECK(c.size() + (half.size() % 2 == 0 ? 1 : 0) == half.size());
+    CHECK(std::equal(c.begin(), c.end(), half.begin()));
+    CHECK(s[static_cast<size_t>(c[c.size() / 2])] == fast_half_step_s(s));
+  }
+}

@@ -32,14 +32,17 @@ v, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 runs = v["execute"]["runs"]
 assert 7 <= runs <= 15, "default runs %d outside 7-15" % runs
 assert abs(c["op_mape_pct"] - v["op_mape_pct"]) < 1e-6 * max(1.0, v["op_mape_pct"]), (c["op_mape_pct"], v["op_mape_pct"])
-# The fastest half of the runs is compared (analysis/run_noise.hpp, fastest_half).
+# The fastest half of the runs is compared, centred on its median: an even half less its slowest
+# (analysis/run_noise.hpp, centred_fast_half).
 steps = v["execute"]["runs_step_time_s"]
 fast = sorted(steps)[:(runs + 1) // 2]
-assert v["execute"]["compared_runs"] == len(fast), v["execute"]
+centred = fast[:2 * ((len(fast) - 1) // 2) + 1]
+assert v["execute"]["compared_runs"] == len(centred), v["execute"]
 assert abs(v["measured"]["step_time_s"] - fast[(len(fast) - 1) // 2]) < 1e-12, (v["measured"]["step_time_s"], fast)
+assert centred[len(centred) // 2] == fast[(len(fast) - 1) // 2], (centred, fast)
 # Compute busy per rank (cpu-tp2: 2 ranks): one sample per rank and compared run, the prediction's beside them.
 b = v["execute"]["compute_per_rank_s"]
-assert b["samples"] == 2 * len(fast), (b, runs)
+assert b["samples"] == 2 * len(centred), (b, runs)
 assert 0 < b["min"] <= b["median"] <= b["max"], b
 assert b["predicted"] > 0, b
 assert v["execute"]["run_to_run_compute_spread_pct"] >= 0
@@ -125,10 +128,11 @@ grep -q "step time   predicted" "$work/out2.txt" || { echo "no table"; cat "$wor
 grep -q "^host        the calibration executed this scenario at .* s per step (its fastest half's median; [0-9]*$" "$work/out2.txt" &&
   grep -Eq "^            executions in 4 launches, [0-9.e-]+ \.\. [0-9.e-]+ s, median [0-9.e-]+ s\); these runs " "$work/out2.txt" || {
   echo "no host drift line"; cat "$work/out2.txt"; exit 1; }
-grep -q "^compute     busy per rank .* predicted; measured .* (median of 4 ranks x compared runs" "$work/out2.txt" || {
-  echo "no compute line for 2 ranks x the fastest 2 of 4 runs"; cat "$work/out2.txt"; exit 1; }
-grep -q "^runs        4 executions in 4 launches, .* (the fastest 2 compared" "$work/out2.txt" || {
-  echo "no runs line comparing the fastest 2 of 4"; cat "$work/out2.txt"; exit 1; }
+# Four runs: a fast half of 2, whose median is the fastest, compared alone (centred_fast_half).
+grep -q "^compute     busy per rank .* predicted; measured .* (median of 2 ranks x compared runs" "$work/out2.txt" || {
+  echo "no compute line for 2 ranks x the fastest 1 of 4 runs"; cat "$work/out2.txt"; exit 1; }
+grep -q "^runs        4 executions in 4 launches, .* (the fastest compared, op by op)$" "$work/out2.txt" || {
+  echo "no runs line comparing the fastest of 4"; cat "$work/out2.txt"; exit 1; }
 # Four executions: how much they differ is reported, and real runs never agree on every op.
 noise=$(sed -n 's/^noise       the executions differ from each other by \([0-9.]*\)% per op.*/\1/p' "$work/out2.txt")
 [ -n "$noise" ] || { echo "no run-to-run noise line"; cat "$work/out2.txt"; exit 1; }
