@@ -167,9 +167,9 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   v.launches = refs.launches();
   v.run_step_times_s = refs.step_times_s();
   v.run_launch = refs.launch_of();
-  const std::vector<int> fast = centred_fast_half(v.run_step_times_s);
-  v.compared_runs = static_cast<int>(fast.size());
-  const int chosen = fast[fast.size() / 2];
+  const std::vector<int> compared_set = centred_fast_half(v.run_step_times_s);
+  v.compared_runs = static_cast<int>(compared_set.size());
+  const int chosen = compared_set[compared_set.size() / 2];
   const double compared_step = v.run_step_times_s[static_cast<size_t>(chosen)];
   std::vector<double> sorted = v.run_step_times_s;
   std::sort(sorted.begin(), sorted.end());
@@ -210,11 +210,11 @@ ValidateOutcome validate(const ValidateOptions& opts) {
     if (v.runs > 1) {
       // Every run for the noise figures (in run order), the centred fast half for the medians.
       RunDurations durations, compared;
-      std::vector<bool> in_fast(static_cast<size_t>(v.runs), false);
-      for (const int k : fast) in_fast[static_cast<size_t>(k)] = true;
+      std::vector<bool> in_set(static_cast<size_t>(v.runs), false);
+      for (const int k : compared_set) in_set[static_cast<size_t>(k)] = true;
       for (int run = 0; run < v.runs; ++run) {
         LoadedResult r = run == chosen ? v.measured : read_result(refs.trace(run));
-        const bool counted = in_fast[static_cast<size_t>(run)];
+        const bool counted = in_set[static_cast<size_t>(run)];
         if (run != chosen) {
           if (counted) add_compute_busy(r.result, ir, busy_s);
           align_comm_starts(r.result, ir);
