@@ -148,6 +148,10 @@ std::string trace_json(const StepResult& r, const StepIR& ir) {
                     (long long)g->batch);
       extra = buf;
     }
+    if (t.stall_us > 0) {  // a predicted host stall after the op (OpTiming::stall_us)
+      std::snprintf(buf, sizeof buf, ",\"stall_us\":%.3f", t.stall_us);
+      extra += buf;
+    }
     std::snprintf(buf, sizeof buf,
                   "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%lld,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                   "\"args\":{\"op_id\":%u,\"kind\":\"%s\",\"stream\":\"%s\",\"layer\":%d,\"microbatch\":%d,\"phase\":\"%s\","
@@ -182,8 +186,8 @@ LoadedResult read_result(const std::filesystem::path& file) {
       for (const auto& e : j["traceEvents"]) {
         if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("op_id")) continue;
         const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
-        out.result.ops.push_back({e.at("pid").get<int64_t>(), e["args"]["op_id"].get<OpId>(), ts, ts + dur});
         const auto& a = e["args"];
+        out.result.ops.push_back({e.at("pid").get<int64_t>(), a["op_id"].get<OpId>(), ts, ts + dur, a.value("stall_us", 0.0)});
         OpMeta m;
         m.name = e.value("name", "");
         m.kind = a.value("kind", "");

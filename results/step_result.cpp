@@ -36,7 +36,9 @@ double union_length(std::vector<std::pair<double, double>>& v) {
 // idle while communication is in flight (exposed communication, attributed to the kind of the
 // earliest-started op in flight), or idle with nothing in flight (bubble). The three sum to
 // the window (the step, for finalize) or the rank's span from its first op start to its last
-// op end, whichever is longer. O(n log n) in the rank's ops.
+// op end, whichever is longer. A predicted op is busy through its stall (OpTiming::stall_us):
+// compute for a compute op, in flight for a call, as a measured op holds its preemptions.
+// O(n log n) in the rank's ops.
 Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops, double window_start_us,
                          double window_end_us) {
   const StepGraph& g = ir.graph_for(rank);
@@ -50,13 +52,17 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
   std::vector<Edge> edges;
   double first = 1e300, last = 0;
   size_t next_id = 0;
+  // A stall ends within the step (the engine's precede a successor); a window given caps one.
+  const double cap = window_end_us > window_start_us ? window_end_us : 1e300;
   for (const OpTiming& t : ops) {
     if (t.rank != rank || t.end_us <= t.start_us) continue;
+    // A predicted stall after the op is the op's busy time (OpTiming::stall_us).
+    const double busy_end = std::max(t.end_us, std::min(t.end_us + t.stall_us, cap));
     first = std::min(first, t.start_us);
-    last = std::max(last, t.end_us);
+    last = std::max(last, busy_end);
     const Op& op = g.op(t.op);
     if (op.stream == Stream::compute) {
-      compute.emplace_back(t.start_us, t.end_us);
+      compute.emplace_back(t.start_us, busy_end);
       continue;
     }
     GroupKind gk = GroupKind::tp;
@@ -64,7 +70,7 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
     else if (const auto* p = op.p2p()) gk = p->group;
     const int cls = static_cast<int>(comm_class(gk));
     edges.push_back({t.start_us, 1, cls, next_id});
-    edges.push_back({t.end_us, 0, cls, next_id});
+    edges.push_back({busy_end, 0, cls, next_id});
     ++next_id;
   }
   Breakdown b;

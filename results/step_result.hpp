@@ -19,6 +19,13 @@ struct OpTiming {
   int64_t rank = 0;
   OpId op = 0;
   double start_us = 0, end_us = 0;
+  // Predicted only: the stall the simulator charged after the op before its successor could
+  // start, the share of a shared host's preemptions the op's median time leaves out
+  // (DeviceSpec::compute_tail after a compute op, CollectiveSpec::call_tail_us after a call).
+  // A measured op holds its preemptions inside [start_us, end_us], so the breakdown counts
+  // [end_us, end_us + stall_us] as the op's busy time, like for like; the op's own time,
+  // compared op by op, stays end_us - start_us (its median). 0 in a measurement and on GPUs.
+  double stall_us = 0;
 };
 
 // Where a rank's step time goes (Sec. "Breakdown" in docs/results.md): compute-stream busy

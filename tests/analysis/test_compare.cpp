@@ -156,3 +156,49 @@ TEST_CASE("a member's wait for a late peer is bubble in the breakdown, as the si
     }
   CHECK(saw);
 }
+
+TEST_CASE("a predicted stall travels in the trace and is its op's busy time, not its compared time", "[analysis][compare]") {
+  // One rank, every op after the last 5 us apart; each compute op but the last carries a 3 us
+  // stall (OpTiming::stall_us, as the engine records DeviceSpec::compute_tail).
+  const StepIR ir = build_step_ir(test::scenario_from(test::tiny_gpt()));
+  constexpr double G = 5.0, S = 3.0;
+  StepResult plain, stalled;
+  const StepGraph& g = ir.graph_for(0);
+  double t = 0, compute_us = 0;
+  int64_t stalls = 0;
+  for (const Op& op : g.ops) {
+    const double d = 2.0 + static_cast<double>(op.id % 7);
+    const bool compute = op.stream == Stream::compute;
+    const bool last = op.id + 1 == g.ops.size();
+    plain.ops.push_back({0, op.id, t, t + d});
+    stalled.ops.push_back({0, op.id, t, t + d, compute && !last ? S : 0.0});
+    if (compute) compute_us += d;
+    if (compute && !last) ++stalls;
+    t += d + G;
+  }
+  REQUIRE(stalls > 10);
+  for (StepResult* r : {&plain, &stalled}) {
+    r->ranks.push_back({0, 0, 1e9, 0, 0, {}});
+    finalize(*r, ir);
+  }
+  CHECK(stalled.step_time_s == plain.step_time_s);
+  CHECK(stalled.breakdown.compute_s == Approx((compute_us + S * static_cast<double>(stalls)) * 1e-6));
+  CHECK(plain.breakdown.compute_s == Approx(compute_us * 1e-6));
+  CHECK(plain.breakdown.bubble_s - stalled.breakdown.bubble_s == Approx(S * static_cast<double>(stalls) * 1e-6));
+  // The trace keeps it (args.stall_us), the ops' own times are what compare scores.
+  const LoadedResult back = round_trip(stalled, ir, "stalled.json");
+  REQUIRE(back.result.ops.size() == stalled.ops.size());
+  for (size_t i = 0; i < back.result.ops.size(); ++i) CHECK(back.result.ops[i].stall_us == Approx(stalled.ops[i].stall_us));
+  CHECK(rank_breakdown(ir, 0, back.result.ops).compute_s == Approx(stalled.breakdown.compute_s));
+  const Comparison c = compare(back, round_trip(plain, ir, "plain.json"));
+  CHECK(c.op_mape_pct == Approx(0).margin(1e-9));
+  CHECK(c.step_time_error_pct == Approx(0).margin(1e-9));
+  CHECK(c.bubble_predicted < c.bubble_measured);
+  // A stall past the window given is cut at its end.
+  StepResult over = stalled;
+  over.ops.back().stall_us = 1e6;
+  const Breakdown b = rank_breakdown(ir, 0, over.ops, over.ops.front().start_us, over.ops.back().end_us);
+  double exposed = 0;
+  for (double x : b.exposed_comm_s) exposed += x;
+  CHECK(b.compute_s + exposed + b.bubble_s == Approx(stalled.step_time_s));
+}
