@@ -99,6 +99,7 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   }
   st.start.assign(n, 0.0);
   st.end.assign(n, 0.0);
+  st.stall.assign(n, 0.0);
   st.done.assign(n, 0);
   st.buffer_bytes.resize(g.buffers.size());
   if (pool_) {
@@ -254,6 +255,9 @@ void Engine::release(uint32_t s, OpId id, OpId after) {
   // call the op's own time is. Only a call that took time (one that moved nothing, over one
   // rank or no bytes, ends at once and is no call in situ either).
   const double call_tail = is_comm(last.kind) && st.end[after] > st.start[after] ? coll_.call_tail_us : 0.0;
+  // The stall is the finished op's busy time in the breakdown (OpTiming::stall_us); it lies
+  // inside this delay, so it never overlaps the op it released.
+  if (tail + call_tail > st.stall[after]) st.stall[after] = tail + call_tail;
   const double delay = (same ? dispatch : handoff) + tail + call_tail + arrival_skew_us(s, id);
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
@@ -392,7 +396,7 @@ EngineOutput Engine::run() {
   for (const StageState& st : stages_) {
     for (OpId id = 0; id < st.g->ops.size(); ++id) {
       out.end_us = std::max(out.end_us, st.end[id]);
-      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id]});
+      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id], st.stall[id]});
     }
     out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{}});
     out.memory.push_back(st.mem);

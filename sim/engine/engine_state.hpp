@@ -63,6 +63,7 @@ struct StageState {
   std::vector<uint32_t> dep_begin;  // CSR of dependents: dependents[dep_begin[i] .. dep_begin[i+1])
   std::vector<OpId> dependents;
   std::vector<double> start, end;
+  std::vector<double> stall;  // us charged after the op to its successors (OpTiming::stall_us)
   std::vector<uint8_t> done;
   std::vector<double> buffer_bytes;
   std::array<double, kMemCategories> live{};

@@ -151,7 +151,7 @@ TEST_CASE("in situ, the calls' mean beyond their predicted time is the call tail
 // simulated with it reads back, in situ, with every compute op that waited for a call starting
 // the hand-off plus the tail after that call's end, and the step is longer.
 TEST_CASE("a call's dependents start call_tail_us after it", "[analysis][calibrate]") {
-  double step_s[2] = {0, 0};
+  double step_s[2] = {0, 0}, bubble_s[2] = {0, 0}, exposed_s[2] = {0, 0};
   for (int with = 0; with < 2; ++with) {
     Scenario s = test::scenario_from(cpu_scenario("cpu-host"));
     s.topology.device.compute_handoff_us = 3.0;
@@ -160,10 +160,25 @@ TEST_CASE("a call's dependents start call_tail_us after it", "[analysis][calibra
     const StepIR ir = build_step_ir(s);
     const sim::Simulation sim = sim::simulate(ir);
     step_s[with] = sim.result.step_time_s;
+    bubble_s[with] = sim.result.breakdown.bubble_s;
+    for (double x : sim.result.breakdown.exposed_comm_s) exposed_s[with] += x;
+    // Every call that released something carries the tail as its stall (OpTiming::stall_us).
+    int stalled = 0;
+    for (const OpTiming& t : sim.result.ops) {
+      if (t.stall_us == 0.0) continue;
+      CHECK(is_comm(ir.graph_for(t.rank).op(t.op).kind));
+      CHECK(t.stall_us == Approx(50.0));
+      ++stalled;
+    }
+    CHECK((stalled > 20) == (with == 1));
     InSituSamples in;
     collect_in_situ(ir, sim.result, "execution test", in);
     REQUIRE(in.compute_handoff_us.size() > 20);
     for (double g : in.compute_handoff_us) CHECK(g == Approx(with ? 53.0 : 3.0).margin(1e-6));
   }
   CHECK(step_s[1] > step_s[0]);
+  // The tail is the calls' time, as a measured call holds it: the exposed communication grows
+  // by it and the bubble does not (the compute stream waits for the call either way).
+  CHECK(bubble_s[1] == Approx(bubble_s[0]).epsilon(1e-6));
+  CHECK(exposed_s[1] - exposed_s[0] == Approx(step_s[1] - step_s[0]).epsilon(1e-6));
 }

@@ -150,6 +150,20 @@ TEST_CASE("engine: the compute tail stalls the stream after a compute op", "[eng
   CHECK(timing_of(r, 0, c)->start_us == Approx(timing_of(r, 0, b)->end_us + 7.0));
   CHECK(timing_of(r, 0, d)->start_us == Approx(timing_of(r, 0, c)->end_us + 2.0));
   CHECK(timing_of(r, 0, e)->start_us == Approx(timing_of(r, 0, d)->end_us + 3.0 + 100.0));
+  // The stalls are recorded on the ops they followed, and the breakdown counts them as
+  // compute, as a measured op holds its preemptions: a 1,000 + d 100 us; the gaps left
+  // (dispatch 3 + hand-off 7 + hand-off 2 + dispatch 3 us) are the bubble, c exposed.
+  CHECK(timing_of(r, 0, a)->stall_us == Approx(1'000.0));
+  CHECK(timing_of(r, 0, b)->stall_us == 0.0);  // its successor on the stream waited for c
+  CHECK(timing_of(r, 0, c)->stall_us == 0.0);
+  CHECK(timing_of(r, 0, d)->stall_us == Approx(100.0));
+  CHECK(timing_of(r, 0, e)->stall_us == 0.0);
+  CHECK(r.breakdown.compute_s == Approx((10'000 + 1'000 + 20'000 + 1'000 + 100 + 1'000) * 1e-6));
+  CHECK(r.breakdown.bubble_s == Approx((3 + 7 + 2 + 3) * 1e-6));
+  double exposed_s = 0;
+  for (double x : r.breakdown.exposed_comm_s) exposed_s += x;
+  CHECK(exposed_s == Approx(5'000 * 1e-6));
+  CHECK(r.breakdown.compute_s + r.breakdown.bubble_s + exposed_s == Approx(r.step_time_s));
 }
 
 // CollectiveSpec::sync_drift: a collective within the stage waits sync_drift x the time since
