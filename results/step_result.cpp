@@ -52,11 +52,11 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
   std::vector<Edge> edges;
   double first = 1e300, last = 0;
   size_t next_id = 0;
-  // A stall ends within the step (the engine's precede a successor); a window given caps one.
+  // The op is busy through its stall (OpTiming::stall_us). The engine's stalls precede a
+  // successor, so they end within the step; a window given caps a hand-made one.
   const double cap = window_end_us > window_start_us ? window_end_us : 1e300;
   for (const OpTiming& t : ops) {
     if (t.rank != rank || t.end_us <= t.start_us) continue;
-    // A predicted stall after the op is the op's busy time (OpTiming::stall_us).
     const double busy_end = std::max(t.end_us, std::min(t.end_us + t.stall_us, cap));
     first = std::min(first, t.start_us);
     last = std::max(last, busy_end);
