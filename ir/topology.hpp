@@ -262,6 +262,13 @@ struct CallPoint {
   // median over its calls of each call's median over the executions. Not a model input:
   // validate compares its own runs' calls of the class with it (docs/calibration.md).
   double executed_us = 0;
+  // The fixed cost of a call of the class that ran while its rank computed (us; 0: none, every
+  // call pays launch_lat_us; else at least launch_lat_us). On a host whose ranks share cores
+  // the compute thread takes the core the call's thread needs: cpu-tp2-dp2-zero3's 32 KB
+  // backward TP all-gathers took a median 112 us from their last arrival beside compute, 46 us
+  // without (bench/results/validate_cpu.md, "fifty-second session"; docs/calibration.md,
+  // "Beside compute").
+  double beside_lat_us = 0;
 };
 struct Calibration {
   std::string source;    // how and where it was measured

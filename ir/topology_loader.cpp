@@ -214,7 +214,7 @@ DispatchPoint read_dispatch_point(const RawTable& e, const std::string& file) {
 
 CallPoint read_call_point(const RawTable& e, const std::string& file) {
   CallPoint p;
-  constexpr const char* kAllowed = "collective, group, phase, launch_lat_us, executed_us";
+  constexpr const char* kAllowed = "collective, group, phase, launch_lat_us, beside_lat_us, executed_us";
   bool have_kind = false, have_group = false, have_phase = false, have_lat = false;
   for (const auto& [k, v] : e) {
     const std::string key = "calibration.call." + k;
@@ -222,12 +222,19 @@ CallPoint read_call_point(const RawTable& e, const std::string& file) {
     else if (k == "group") { p.group = read_enum<GroupKind>(v, key); have_group = true; }
     else if (k == "phase") { p.phase = read_enum<Phase>(v, key); have_phase = true; }
     else if (k == "launch_lat_us") { p.launch_lat_us = read_double(v, key, 0, 1e6); have_lat = true; }
+    else if (k == "beside_lat_us") p.beside_lat_us = read_double(v, key, 0, 1e6);
     else if (k == "executed_us") p.executed_us = read_double(v, key, 0, 1e7);
     else throw ConfigError(v.loc, key, v.text, "unknown key", kAllowed);
   }
   if (!have_kind || !have_group || !have_phase || !have_lat)
     throw ConfigError(SourceLoc{file, e.empty() ? 0 : e.begin()->second.loc.line, 0}, "calibration.call", "",
                       "an entry lacks collective, group, phase or launch_lat_us", kAllowed);
+  // The cost beside compute is the class's cost under a condition that only adds time.
+  if (p.beside_lat_us > 0 && p.beside_lat_us < p.launch_lat_us) {
+    const RawValue& v = e.at("beside_lat_us");
+    throw ConfigError(v.loc, "calibration.call.beside_lat_us", v.text, "below the entry's launch_lat_us",
+                      "0 (none) or at least launch_lat_us = " + std::to_string(p.launch_lat_us));
+  }
   return p;
 }
 

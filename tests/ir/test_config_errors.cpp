@@ -309,6 +309,10 @@ TEST_CASE("a calibration's per-class call costs load and bad ones are refused", 
   CHECK(load_topology_text(head).calibration.calls.empty());
   // What the class's calls took in the calibration's executions (validate compares with it).
   CHECK(load_topology_text(head + ag + "executed_us = 66.5\n").calibration.calls[0].executed_us == 66.5);
+  // The class's cost for its calls beside compute: 0 (none) unless given, never below launch_lat_us.
+  CHECK(t.calibration.calls[0].beside_lat_us == 0.0);
+  CHECK(load_topology_text(head + ag + "beside_lat_us = 90\n").calibration.calls[0].beside_lat_us == 90.0);
+  CHECK(load_topology_text(head + ag + "beside_lat_us = 61.5\n").calibration.calls[0].beside_lat_us == 61.5);
 
   const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem,
                            const std::string& allowed) {
@@ -330,6 +334,9 @@ TEST_CASE("a calibration's per-class call costs load and bad ones are refused", 
   refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlat_us = 3\n",
           "calibration.call.lat_us", 15, "unknown key", "launch_lat_us");
   refused(ag + "executed_us = -1\n", "calibration.call.executed_us", 16, "out of range", "");
+  refused(ag + "beside_lat_us = 40\n", "calibration.call.beside_lat_us", 16, "below the entry's launch_lat_us",
+          "at least launch_lat_us");
+  refused(ag + "beside_lat_us = -4\n", "calibration.call.beside_lat_us", 16, "out of range", "");
   refused(ag + ag, "calibration.call", 17, "same collective, group and phase", "each (collective, group, phase) once");
 }
 
