@@ -141,6 +141,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
   st.start[id] = now_;
+  if (!is_comm(op.kind)) ++st.computing_ops;
   if (check_ && ++st.starts_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " started twice");
   // Memory: allocations happen when the op starts (a transfer: when it is posted).
@@ -191,7 +192,11 @@ void Engine::finish(uint32_t s, OpId id) {
   }
   if (pool_) leave_core(s, id);
   if (contend_ && is_comm(op.kind)) end_on_node(s, id);
-  if (!is_comm(op.kind)) set_computing(s, false);  // until its stream successor is released now
+  if (!is_comm(op.kind)) {
+    set_computing(s, false);  // until its stream successor is released now
+    --st.computing_ops;
+    st.computed_until = now_;
+  }
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
@@ -334,7 +339,11 @@ EngineOutput Engine::run() {
   }
   if (!topo.calibration.calls.empty()) {
     call_lat_us_.assign(kCollKinds * static_cast<size_t>(GroupKind::kCount) * kPhases, std::nan(""));
-    for (const CallPoint& c : topo.calibration.calls) call_lat_us_[call_index(c.collective, c.group, c.phase)] = c.launch_lat_us;
+    call_beside_us_.assign(call_lat_us_.size(), std::nan(""));
+    for (const CallPoint& c : topo.calibration.calls) {
+      call_lat_us_[call_index(c.collective, c.group, c.phase)] = c.launch_lat_us;
+      if (c.beside_lat_us > 0) call_beside_us_[call_index(c.collective, c.group, c.phase)] = c.beside_lat_us;
+    }
   }
   dispatch_us_ = topo.device.dispatch_us;
   handoff_us_ = topo.device.stream_handoff_us;

@@ -243,8 +243,7 @@ void Engine::on_call_done(uint64_t handle) {
     // receive (bench/results/validate_cpu.md, "thirty-first session"). The thread is idle
     // meanwhile, so it stops sharing the rank's cores now.
     const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
-    const double contended_us = contend_ && stages_[ps].contended[pop] ? contended_extra_us(stages_[ps].g->ops[pop]) : 0.0;
-    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop) + contended_us;
+    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop) + call_end_extra_us(ps, pop);
     if (later_us > 0) {
       if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
       if (pool_) leave_core(ps, pop);
@@ -295,13 +294,32 @@ void Engine::end_on_node(uint32_t s, OpId id) {
     }
 }
 
-// A contended call costs its class's fixed cost (launch_lat_us + contended_lat_us, as the
-// calibration fitted it over the contended calls, whatever their kind and phase): what it pays
-// beyond the fixed cost it started with, its own calibrated one where it has one, at least 0.
-double Engine::contended_extra_us(const Op& op) const {
+// What a collective pays at its end beyond the fixed cost it started with (its class's point,
+// else launch_lat_us). Beside compute: where its rank's compute stream ran an op at some time
+// during the call (one in flight now, or one that ended after the call started) and its class
+// has a cost for that (CallPoint::beside_lat_us), the difference; on shared cores the compute
+// thread holds the core the call's thread needs (cpu-tp2-dp2-zero3's backward TP all-gathers:
+// 112 against 46 us; bench/results/validate_cpu.md, "fifty-second session"). The in-situ
+// calibration asks the same of each executed call, between its last arrival and its end
+// (analysis/in_situ.cpp, CommSample::beside_compute). Contended: the class's fixed cost of the
+// contended calls (launch_lat_us + contended_lat_us, as the calibration fitted it over them
+// all, whatever their kind and phase) where that is more than what it pays so far.
+double Engine::call_end_extra_us(uint32_t s, OpId id) const {
+  const StageState& st = stages_[s];
+  const Op& op = st.g->ops[id];
+  if (op.kind != OpKind::collective) return 0.0;
   const std::optional<double> own = call_launch_us(op);
-  if (!own) return coll_.contended_lat_us;
-  return std::max(0.0, coll_.launch_lat_us + coll_.contended_lat_us - *own);
+  double extra = 0.0;
+  if (own && within_stage(op.collective()->group)) {
+    const double beside_us = call_beside_us_[call_index(op.collective()->kind, op.collective()->group, op.phase)];
+    if (!std::isnan(beside_us) && (st.computing_ops > 0 || st.computed_until > st.start[id]))
+      extra = std::max(0.0, beside_us - *own);
+  }
+  if (contend_ && st.contended[id]) {
+    if (!own) return coll_.contended_lat_us;
+    extra += std::max(0.0, coll_.launch_lat_us + coll_.contended_lat_us - (*own + extra));
+  }
+  return extra;
 }
 
 bool Engine::contended_now(uint32_t s, GroupKind g) const {

@@ -98,6 +98,10 @@ struct StageState {
   // Whether the stage's ranks are computing: a compute op running, or released by its stream
   // predecessor and about to start (Engine::node_busy_).
   bool computing = false;
+  // Calls beside compute (Engine::call_beside_us_): the compute ops started and not finished
+  // (a shared core's queue included), and when the last one finished (us).
+  int64_t computing_ops = 0;
+  double computed_until = -1;
   // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us),
   // and whether the call's earliest member is modeled asleep by the time the last arrives
   // (CollectiveSpec::sync_drift: its arrival spread exceeds poll_spin_us).
@@ -160,7 +164,9 @@ class Engine {
   void post_on_node(uint32_t s, OpId op);
   void end_on_node(uint32_t s, OpId op);
   [[nodiscard]] bool contended_now(uint32_t s, GroupKind g) const;
-  [[nodiscard]] double contended_extra_us(const Op& op) const;
+  // What collective `op` of stage s, ending now, waits beyond the fixed cost its network call
+  // had (call_launch_us): its class's cost beside compute, and a contended call's (engine_comm.cpp).
+  [[nodiscard]] double call_end_extra_us(uint32_t s, OpId op) const;
   double arrival_skew_us(uint32_t s, OpId id);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
@@ -225,6 +231,8 @@ class Engine {
   // Calibration::calls, dense over (collective kind, group kind, phase): the fixed cost per
   // call in us, NaN where the topology has none (empty: it has none at all).
   std::vector<double> call_lat_us_;
+  // Likewise CallPoint::beside_lat_us: a call's fixed cost where its rank computed during it.
+  std::vector<double> call_beside_us_;
   std::vector<int64_t> stage_node_;
   // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
   double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;

@@ -71,3 +71,60 @@ TEST_CASE("engine: a collective with a calibrated point of its kind, group and p
   // The step moves by the calls' difference (they are on its critical path).
   CHECK(r.step_time_s * 1e6 == Approx(r0.step_time_s * 1e6 + 88.0 - 9.0));
 }
+
+// Beside compute (CallPoint::beside_lat_us): a call during which its rank's compute stream ran
+// an op pays its class's cost for that; the same class's call whose rank waited for it pays
+// launch_lat_us. compute 1 ms -> bwd all-gather "beside" (the next compute op does not need it)
+// -> compute -> compute (needs it) -> bwd all-gather "alone" -> compute (needs it).
+TEST_CASE("engine: a collective its rank computes beside pays its class's cost beside compute", "[engine][closed-form]") {
+  struct Beside {
+    OpId beside, alone;
+    StepIR ir;
+  };
+  auto build = [](Scenario s) {
+    GraphBuilder b(0);
+    const BufferId x = b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
+    const BufferId y = b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
+    const BufferId z = b.buffer("z", 4096, DType::f32, MemCategory::activations, true);
+    const BufferId w = b.buffer("w", 4096, DType::f32, MemCategory::activations, true);
+    b.labels.phase = Phase::backward;
+    const OpId a = timed_op(s, b, next_shape, Stream::compute, 1'000, {}, {b.whole(x)});
+    const OpId beside = collective_op(b, paralab::CollKind::all_gather, GroupKind::tp, 16384, 1, {b.whole(x)}, Stream::tp_comm, {a});
+    timed_op(s, b, next_shape, Stream::compute, 1'000, {}, {b.whole(y)});
+    const OpId e = timed_op(s, b, next_shape, Stream::compute, 1'000, {b.whole(x), b.whole(y)}, {b.whole(z)}, {beside});
+    const OpId alone = collective_op(b, paralab::CollKind::all_gather, GroupKind::tp, 16384, 2, {b.whole(z)}, Stream::tp_comm, {e});
+    timed_op(s, b, next_shape, Stream::compute, 1'000, {b.whole(z)}, {b.whole(w)}, {alone});
+    StepIR ir = wrap(s, {b.finish()});
+    return Beside{beside, alone, std::move(ir)};
+  };
+  const Beside plain = build(two_ranks());
+  const StepResult r0 = simulate(plain.ir).result;
+  const int64_t rank = plain.ir.layout.representative(0);
+  const double beside0 = duration_of(r0, rank, plain.beside), alone0 = duration_of(r0, rank, plain.alone);
+
+  Scenario s = two_ranks();
+  CallPoint p;
+  p.collective = paralab::CollKind::all_gather;
+  p.group = GroupKind::tp;
+  p.phase = Phase::backward;
+  p.launch_lat_us = 20.0;
+  p.beside_lat_us = 150.0;
+  s.topology.calibration.calls = {p};
+  const Beside pointed = build(s);
+  const StepResult r = simulate(pointed.ir).result;
+  CHECK(duration_of(r, rank, pointed.beside) == Approx(beside0 + 150.0 - 12.0));
+  CHECK(duration_of(r, rank, pointed.alone) == Approx(alone0 + 20.0 - 12.0));
+  // The lone call is on the critical path; the call beside compute is not (the compute op
+  // beside it takes 1 ms), which it slows only by the SMs it holds for longer.
+  CHECK(r.step_time_s * 1e6 >= r0.step_time_s * 1e6 + 8.0 - 1e-6);
+  CHECK(r.step_time_s * 1e6 < r0.step_time_s * 1e6 + 8.0 + 0.1 * (150.0 - 12.0));
+
+  // Without a cost beside compute, both pay the class's.
+  Scenario q = two_ranks();
+  p.beside_lat_us = 0.0;
+  q.topology.calibration.calls = {p};
+  const Beside one = build(q);
+  const StepResult r1 = simulate(one.ir).result;
+  CHECK(duration_of(r1, rank, one.beside) == Approx(beside0 + 8.0));
+  CHECK(duration_of(r1, rank, one.alone) == Approx(alone0 + 8.0));
+}
