@@ -152,13 +152,18 @@ struct CalibrationResult {
   // Per class of collective (kind, group kind, phase: CommSample::call_class) with at least 20
   // awake calls not contended, their own per-call cost beyond the fit (the weighted median of
   // their extras beyond the bytes' slow-down, at least 0): the calibrated topology's
-  // [[calibration.call]] points (launch_us + extra_us). The other collectives keep
+  // [[calibration.call]] points (launch_us + extra_us; beside compute, launch_us +
+  // beside_extra_us where the class has that). The other collectives keep
   // comm_in_situ_extra_us; wake_us is taken beyond each call's own cost.
   struct CallCost {
     CallClass cls;
     double extra_us = 0;
     size_t calls = 0;
     double executed_us = 0;  // the median of its calls' times (each its executions' median)
+    // Its calls beside compute (CommSample::beside_compute), where they have a cost of their own
+    // (CallPoint::beside_lat_us): their extra beyond the fit (at least extra_us), and how many.
+    std::optional<double> beside_extra_us = std::nullopt;
+    size_t beside_calls = 0;
   };
   std::vector<CallCost> call_costs;
   // CollectiveSpec::call_tail_us: per in-situ execution, its calls' mean time beyond their

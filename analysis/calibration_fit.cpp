@@ -3,6 +3,7 @@
 // the in-situ execution sets (gaps, arrival skew or drift, per-call overhead, wake time,
 // acknowledgement, compute tail); docs/calibration.md, "Fits" and "In-situ execution".
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -181,35 +182,39 @@ void fit_all(CalibrationResult& r) {
       double fit_us = 0, bytes_us = 0;
       size_t cls = 0;  // kCollective, kTransfer or kContended
       std::optional<CallClass> call_class;
+      bool beside = false;  // its rank computed during it (CommSample::beside_compute)
     };
     // A collective contended: another group's or stage's poller on its node still spun when
     // its last member arrived (CommSample::contended_since_us); its executions so found are a
-    // call of their own, as the simulator decides it per call.
-    std::map<std::tuple<bool, bool, int64_t, int64_t>, Call> calls;  // (asleep, contended, rank, op)
+    // call of their own, as the simulator decides it per call; so are those beside compute.
+    std::map<std::tuple<bool, bool, bool, int64_t, int64_t>, Call> calls;  // (asleep, contended, beside, rank, op)
     for (size_t i = 0; i < r.in_situ.comm.size(); ++i) {
       const CommSample& c = r.in_situ.comm[i];
       const double fit_us = r.comm_fit.predict_us(c.pattern, c.group, c.bytes);
       const bool slept = spin_us > 0 && (r.drift_used() ? c.spread_us : c.waited_us) + fit_us > spin_us;
       const bool transfer = c.pattern == CommPattern::send_recv;
       const bool contended = !transfer && spin_us > 0 && c.contended_since_us >= 0 && c.contended_since_us < spin_us;
-      Call& k = calls[{slept, contended, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
+      Call& k = calls[{slept, contended, c.beside_compute, c.op < 0 ? -1 - static_cast<int64_t>(i) : c.rank, c.op}];
       k.extra_us.push_back(c.time_us - fit_us);
       k.fit_us = fit_us;
       k.bytes_us = r.comm_fit.bytes_us(c.pattern, c.group, c.bytes);
       k.cls = transfer ? kTransfer : contended ? kContended : kCollective;
       k.call_class = c.call_class;
+      k.beside = c.beside_compute;
     }
     // Per call: y its time beyond the fit, x the fit's bytes part of it (AlphaBetaFit::bytes_us),
     // w 1 / its time (the per-op comparison scores relative errors), its class.
     // Each point's collective class (CommSample::call_class), alongside.
     std::vector<LadPoint> awake, asleep;
     std::vector<std::optional<CallClass>> awake_class, asleep_class;
+    std::vector<bool> awake_beside, asleep_beside;
     std::vector<double> awake_time, asleep_time;  // each call's median time (us), alongside
     for (auto& [id, k] : calls) {
       const double extra = quantile(std::move(k.extra_us), 0.5);
       // Timed below 1 us a call weighs as 1 us (compare scores no op under the timer's resolution).
       (std::get<0>(id) ? asleep : awake).push_back({extra, k.bytes_us, 1.0 / std::max(1.0, k.fit_us + extra), k.cls});
       (std::get<0>(id) ? asleep_class : awake_class).push_back(k.call_class);
+      (std::get<0>(id) ? asleep_beside : awake_beside).push_back(k.beside);
       (std::get<0>(id) ? asleep_time : awake_time).push_back(k.fit_us + extra);
     }
     const bool split = awake.size() >= kMinWakeCalls && asleep.size() >= kMinWakeCalls;
@@ -218,9 +223,11 @@ void fit_all(CalibrationResult& r) {
     if (!split) {
       awake = all;
       awake_class.insert(awake_class.end(), asleep_class.begin(), asleep_class.end());
+      awake_beside.insert(awake_beside.end(), asleep_beside.begin(), asleep_beside.end());
       awake_time.insert(awake_time.end(), asleep_time.begin(), asleep_time.end());
       asleep.clear();
       asleep_class.clear();
+      asleep_beside.clear();
       asleep_time.clear();
     }
     r.in_situ_awake_calls = awake.size();
@@ -288,25 +295,56 @@ void fit_all(CalibrationResult& r) {
     {
       // Also each class's calls' median time as executed, which validate compares its own runs'
       // calls with (the host's communication can change speed between the two: comm_speeds.hpp).
-      std::map<CallClass, std::vector<std::pair<double, double>>> by_class;
+      // Per class, its calls beside compute and the others apart (their extras, weights).
+      using Extras = std::vector<std::pair<double, double>>;
+      std::map<CallClass, std::array<Extras, 2>> by_class;
       std::map<CallClass, std::vector<double>> times;
       for (size_t i = 0; i < pts.size(); ++i)
         if (pts[i].cls == kCollective && awake_class[i]) {
-          by_class[*awake_class[i]].push_back({pts[i].y - c * pts[i].x, pts[i].w});
+          by_class[*awake_class[i]][awake_beside[i] ? 1 : 0].push_back({pts[i].y - c * pts[i].x, pts[i].w});
           times[*awake_class[i]].push_back(awake_time[i]);
         }
-      for (auto& [cls, v] : by_class)
-        if (v.size() >= kMinWakeCalls) {
-          const size_t n = v.size();
-          r.call_costs.push_back({cls, std::max(0.0, weighted_median(std::move(v))), n, quantile(times[cls], 0.5)});
+      for (auto& [cls, v] : by_class) {
+        Extras& plain = v[0];
+        Extras& beside = v[1];
+        const size_t n = plain.size() + beside.size();
+        if (n < kMinWakeCalls) continue;
+        CalibrationResult::CallCost k;
+        k.cls = cls;
+        k.calls = n;
+        k.executed_us = quantile(times[cls], 0.5);
+        // Beside compute (CallPoint::beside_lat_us): a cost of its own where the job's ranks
+        // outnumber the cores, enough calls of both kinds were seen and it is the higher (a core
+        // shared with compute only adds time); else one cost for the class's calls, as before.
+        // cpu-tp2-dp2-zero3's backward TP all-gathers: 112 against 46 us from their last arrival
+        // ("fifty-second session"). Where each rank has its own cores the simulator already
+        // gives a woken call's thread the rank's core and stops compute for it (CoreShare's
+        // rank_cores): a cost beside compute there counted the same contention twice
+        // (quickstart: op MAPE 5.5 -> 5.9 % on N48's reference).
+        const bool shared_cores = r.host.cores > 0 && r.ranks > r.host.cores;
+        if (shared_cores && plain.size() >= kMinWakeCalls && beside.size() >= kMinWakeCalls) {
+          const double plain_us = std::max(0.0, weighted_median(plain));
+          const double beside_us = std::max(0.0, weighted_median(beside));
+          if (beside_us > plain_us) {
+            k.extra_us = plain_us;
+            k.beside_extra_us = beside_us;
+            k.beside_calls = beside.size();
+            r.call_costs.push_back(k);
+            continue;
+          }
         }
+        plain.insert(plain.end(), beside.begin(), beside.end());
+        k.extra_us = std::max(0.0, weighted_median(std::move(plain)));
+        r.call_costs.push_back(k);
+      }
     }
-    // A collective's own per-call cost beyond the fit: its class's where it has one, else the
-    // pooled collectives'. nullopt for a call without one (contended, a transfer).
-    auto class_extra = [&r](const std::optional<CallClass>& cls) -> std::optional<double> {
+    // A collective's own per-call cost beyond the fit: its class's where it has one (beside
+    // compute, that one's where the class has it). nullopt for a call without one (contended, a
+    // transfer, a class with too few calls).
+    auto class_extra = [&r](const std::optional<CallClass>& cls, bool beside) -> std::optional<double> {
       if (!cls) return std::nullopt;
       for (const CalibrationResult::CallCost& k : r.call_costs)
-        if (k.cls == *cls) return k.extra_us;
+        if (k.cls == *cls) return beside && k.beside_extra_us ? *k.beside_extra_us : k.extra_us;
       return std::nullopt;
     };
     // The wake time: what the asleep calls took beyond the awake ones (their weighted median),
@@ -316,7 +354,8 @@ void fit_all(CalibrationResult& r) {
       for (size_t i = 0; i < asleep.size(); ++i) {
         const LadPoint& p = asleep[i];
         // (A transfer has no class: class_extra gives it none.)
-        const std::optional<double> own = fitted_class(p.cls) == kCollective ? class_extra(asleep_class[i]) : std::nullopt;
+        const std::optional<double> own =
+            fitted_class(p.cls) == kCollective ? class_extra(asleep_class[i], asleep_beside[i]) : std::nullopt;
         beyond.push_back({p.y - c * p.x - own.value_or(pooled), p.w});
       }
       r.wake_us = std::max(0.0, weighted_median(std::move(beyond)));
@@ -338,7 +377,7 @@ void fit_all(CalibrationResult& r) {
                                 call.contended_since_us < spin_us;
       const double per_call = transfer       ? r.p2p_in_situ_extra_us
                               : is_contended ? r.contended_in_situ_extra_us
-                                             : class_extra(call.call_class).value_or(r.comm_in_situ_extra_us);
+                                             : class_extra(call.call_class, call.beside_compute).value_or(r.comm_in_situ_extra_us);
       const double predicted = fit_us + per_call + c * r.comm_fit.bytes_us(call.pattern, call.group, call.bytes) + (slept ? r.wake_us : 0.0);
       auto& [sum, n] = by_execution[call.execution];
       sum += call.time_us - predicted;

@@ -432,11 +432,22 @@ std::string topology_toml(const CalibrationResult& r) {
     std::snprintf(buf, sizeof buf,
                   "[[calibration.call]]  # in situ: %zu executed calls (weighted median %.3g us beyond the fit and the "
                   "bytes' slow-down; other collectives %.3g us)\ncollective = \"%s\"\ngroup = \"%s\"\nphase = \"%s\"\n"
-                  "launch_lat_us = %s\nexecuted_us = %s            # those calls' median time as executed (validate "
-                  "compares its runs' with it)\n\n",
+                  "launch_lat_us = %s\n",
                   k.calls, k.extra_us, r.comm_in_situ_extra_us, std::string(enum_to_string(p.collective)).c_str(),
                   std::string(enum_to_string(p.group)).c_str(), std::string(enum_to_string(p.phase)).c_str(),
-                  fnum(p.launch_lat_us).c_str(), fnum(p.executed_us).c_str());
+                  fnum(p.launch_lat_us).c_str());
+    o += buf;
+    if (k.beside_extra_us) {
+      std::snprintf(buf, sizeof buf,
+                    "beside_lat_us = %s            # %zu of them ran while their rank computed: weighted median %.3g us "
+                    "beyond the fit and the bytes' slow-down (launch_lat_us: the other %zu)\n",
+                    fnum(p.beside_lat_us).c_str(), k.beside_calls, *k.beside_extra_us, k.calls - k.beside_calls);
+      o += buf;
+    }
+    std::snprintf(buf, sizeof buf,
+                  "executed_us = %s            # those calls' median time as executed (validate compares its runs' "
+                  "with it)\n\n",
+                  fnum(p.executed_us).c_str());
     o += buf;
   }
   // Points: medians over every rank and pass; the comment gives the spread and the origin.

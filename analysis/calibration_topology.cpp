@@ -144,9 +144,16 @@ Topology calibrated_topology(const CalibrationResult& r) {
   }
   t.calibration.dispatch = r.dispatch_by_busy;
   if (r.have_in_situ_comm())
-    for (const CalibrationResult::CallCost& k : r.call_costs)
-      t.calibration.calls.push_back(
-          {std::get<0>(k.cls), std::get<1>(k.cls), std::get<2>(k.cls), r.comm_fit.launch_us + k.extra_us, k.executed_us});
+    for (const CalibrationResult::CallCost& k : r.call_costs) {
+      CallPoint p;
+      p.collective = std::get<0>(k.cls);
+      p.group = std::get<1>(k.cls);
+      p.phase = std::get<2>(k.cls);
+      p.launch_lat_us = r.comm_fit.launch_us + k.extra_us;
+      if (k.beside_extra_us) p.beside_lat_us = r.comm_fit.launch_us + *k.beside_extra_us;
+      p.executed_us = k.executed_us;
+      t.calibration.calls.push_back(p);
+    }
   for (const auto& [name, steps] : r.in_situ.step_s) {
     if (steps.s.empty()) continue;
     const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());

@@ -111,6 +111,11 @@ struct CommSample {
   // was posted (us; < 0: none was in flight). Within the poller's spin window that call's
   // thread still spins on the cores this call needs (CollectiveSpec::contended_lat_us).
   double contended_since_us = -1;
+  // In situ, a collective within a stage: whether its rank's compute stream ran an op at some
+  // time between its last member's arrival and its end (the simulator asks the same of its
+  // representative: sim/engine/engine_comm.cpp, beside_compute). On shared cores the compute
+  // thread then holds the core the call's thread needs (CallPoint::beside_lat_us).
+  bool beside_compute = false;
   // In situ: which of the calibration's executions the call is from (-1: none).
   int64_t execution = -1;
   // In situ, a collective: its kind, group kind and phase, the class of its own per-call cost

@@ -287,6 +287,21 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
         since = since < 0 ? at_us - f.post_us : std::min(since, at_us - f.post_us);
     return since;
   };
+  // Each rank's compute ops as executed (start, end; us), in start order: what ran beside a call.
+  std::map<int64_t, std::vector<std::pair<double, double>>> computed;
+  for (const OpTiming& t : measured.ops)
+    if (!is_comm(ir.graph_for(t.rank).op(t.op).kind)) computed[t.rank].push_back({t.start_us, t.end_us});
+  for (auto& [rank, v] : computed) std::sort(v.begin(), v.end());
+  // Whether `rank` computed at some time in (from_us, to_us).
+  auto computed_during = [&](int64_t rank, double from_us, double to_us) {
+    const auto it = computed.find(rank);
+    if (it == computed.end()) return false;
+    for (const auto& [s, e] : it->second) {
+      if (s >= to_us) break;
+      if (e > from_us) return true;
+    }
+    return false;
+  };
   StepResult aligned = measured;
   const std::vector<size_t> partner = transfer_partners(measured, ir);
   align_comm_starts(aligned, ir, partner);
@@ -303,7 +318,10 @@ void collect_in_situ(const StepIR& ir, const StepResult& measured, const std::st
     // A collective or ring shift within the stage: its members' arrival skew and spread.
     const bool in_stage = op.kind == OpKind::sendrecv || (op.collective() && within_stage(op.collective()->group));
     if (in_stage) {
-      if (op.collective()) c.contended_since_us = contended_since(t.rank, op.collective()->group, t.start_us);
+      if (op.collective()) {
+        c.contended_since_us = contended_since(t.rank, op.collective()->group, t.start_us);
+        c.beside_compute = computed_during(t.rank, t.start_us, t.end_us);
+      }
       c.spread_us = std::max(waited, t.start_us - first_post(measured.ops[i], op.id, group));
       out.arrivals.push_back({waited, since_synced(measured.ops[i]), c.spread_us, t.end_us - t.start_us, out.executions});
     }
