@@ -113,7 +113,7 @@ struct CommSample {
   double contended_since_us = -1;
   // In situ, a collective within a stage: whether its rank's compute stream ran an op at some
   // time between its last member's arrival and its end (the simulator asks the same of its
-  // representative: sim/engine/engine_comm.cpp, beside_compute). On shared cores the compute
+  // representative: sim/engine/engine_comm.cpp, call_end_extra_us). On shared cores the compute
   // thread then holds the core the call's thread needs (CallPoint::beside_lat_us).
   bool beside_compute = false;
   // In situ: which of the calibration's executions the call is from (-1: none).
