@@ -132,8 +132,12 @@ struct CalibrationResult {
   // calls and 20 awake collective calls were seen (p2p_extra_own; comm_in_situ_extra_us is
   // then the collectives'); else both are the one cost fitted over every awake call. A call
   // is one op on one rank, its executions taken together (their median).
+  // With fewer than 20 awake transfers beside at least 20 awake collectives, the transfers
+  // take the sweep's fit alone (p2p_sweep_only; p2p_in_situ_extra_us 0): the collectives'
+  // in-situ cost is not theirs.
   double p2p_in_situ_extra_us = 0;
   bool p2p_extra_own = false;
+  bool p2p_sweep_only = false;
   size_t in_situ_awake_transfers = 0;
   // The contended collectives' own (CommSample::contended_since_us within the spin window),
   // when at least 20 awake contended and 20 other awake collective calls were seen

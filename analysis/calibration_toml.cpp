@@ -262,10 +262,14 @@ std::string topology_toml(const CalibrationResult& r) {
         return std::string(buf);
       };
       kv("launch_lat_us", fnum(t.collectives.launch_lat_us),
-         r.p2p_extra_own ? in_situ_note(r.comm_in_situ_extra_us, "collective", collectives)
+         r.p2p_extra_own || r.p2p_sweep_only ? in_situ_note(r.comm_in_situ_extra_us, "collective", collectives)
                          : in_situ_note(r.comm_in_situ_extra_us, "call", r.in_situ_awake_calls));
       if (r.p2p_extra_own) {
         kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), in_situ_note(r.p2p_in_situ_extra_us, "transfer", transfers));
+      } else if (r.p2p_sweep_only) {
+        std::snprintf(buf, sizeof buf, "fitted L alone: %zu transfers executed, too few for a cost of their own (20), and the %zu collectives' is not theirs",
+                      transfers, collectives);
+        kv("p2p_launch_lat_us", fnum(*t.collectives.p2p_launch_lat_us), buf);
       } else {
         std::snprintf(buf, sizeof buf, "# p2p_launch_lat_us: as launch_lat_us (%zu transfers and %zu collectives executed; 20 of each tell them apart)",
                       transfers, collectives);

@@ -111,9 +111,10 @@ Topology calibrated_topology(const CalibrationResult& r) {
     const double slowdown = 1.0 + (r.have_in_situ_comm() ? r.comm_in_situ_bytes_slowdown : 0.0);
     t.node.intra_link.efficiency = 1.0 / slowdown;
     t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm() ? r.comm_in_situ_extra_us : 0.0);
-    // The base topology's transfer cost is replaced too: by the transfers' own, or by launch's.
+    // The base topology's transfer cost is replaced too: by the transfers' own, by the sweep's L
+    // alone (too few transfers beside enough collectives: fit_all), or by launch's.
     t.collectives.p2p_launch_lat_us.reset();
-    if (r.have_in_situ_comm() && r.p2p_extra_own) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
+    if (r.have_in_situ_comm() && (r.p2p_extra_own || r.p2p_sweep_only)) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
     t.collectives.contended_lat_us =
         r.have_in_situ_comm() && r.contended_extra_own ? std::max(0.0, r.contended_in_situ_extra_us - r.comm_in_situ_extra_us) : 0.0;
     t.collectives.step_lat_us = 0.0;

@@ -281,6 +281,47 @@ TEST_CASE("in situ, transfers and collectives each set their own per-call extra"
   }
 }
 
+// Too few transfers for a cost of their own beside enough collectives (cpu-tp2-pp2-gpipe: 12-16
+// awake transfers against 300+ collectives): the transfers take the sweep's L alone, not the
+// collectives' in-situ cost, and the collectives' cost is theirs alone. With too few of both,
+// one cost for all, as before.
+TEST_CASE("in situ, a few transfers beside many collectives take the sweep's L", "[analysis][calibrate]") {
+  const StepIR base_ir = build_step_ir(test::scenario_from(cpu_scenario("cpu-host")));
+  for (const int collectives : {30, 10}) {
+    CalibrationResult r = synthetic_result(base_ir);
+    const double p2p_fit = r.comm_fit.predict_us(CommPattern::send_recv, 2, 16384);
+    const double ar_fit = r.comm_fit.predict_us(CommPattern::all_reduce, 2, 16384);
+    // Ten receives 3..12 us beyond the fit; the collectives 100.. us beyond theirs.
+    for (int i = 0; i < 10; ++i) r.in_situ.comm.push_back({CommPattern::send_recv, 2, 16384, p2p_fit + 3 + i, 1, 0.0, 0.0});
+    for (int i = 0; i < collectives; ++i) r.in_situ.comm.push_back({CommPattern::all_reduce, 2, 16384, ar_fit + 100 + i, 1, 0.0, 0.0});
+    fit_all(r);
+    CAPTURE(collectives);
+    REQUIRE(r.have_in_situ_comm());
+    CHECK_FALSE(r.p2p_extra_own);
+    CHECK(r.in_situ_awake_transfers == 10);
+    test::TempFile topo(topology_toml(r), "calibrated-few-p2p.toml");
+    const std::string text = topology_toml(r);
+    const Topology t = load_topology(topo.path());
+    if (collectives >= 20) {
+      CHECK(r.p2p_sweep_only);
+      CHECK(r.p2p_in_situ_extra_us == 0.0);
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_extra(range_us(100, 30), ar_fit)));
+      REQUIRE(t.collectives.p2p_launch_lat_us);
+      CHECK(t.collectives.p2p_launch_us() == Approx(r.comm_fit.launch_us).epsilon(1e-5));
+      CHECK(t.collectives.launch_lat_us == Approx(r.comm_fit.launch_us + r.comm_in_situ_extra_us).epsilon(1e-5));
+      CHECK(text.find("fitted L alone: 10 transfers executed") != std::string::npos);
+    } else {
+      CHECK_FALSE(r.p2p_sweep_only);
+      CHECK(r.p2p_in_situ_extra_us == Approx(r.comm_in_situ_extra_us));
+      std::vector<std::pair<double, double>> all;  // one weighted median over all 20
+      for (double e : range_us(3, 10)) all.push_back({e, 1.0 / (p2p_fit + e)});
+      for (double e : range_us(100, 10)) all.push_back({e, 1.0 / (ar_fit + e)});
+      CHECK(r.comm_in_situ_extra_us == Approx(weighted_median(all)));
+      CHECK_FALSE(t.collectives.p2p_launch_lat_us);
+    }
+  }
+}
+
 // The executed step's calls move their bytes slower than the sweep's warm, reused buffers:
 // over calls of several sizes, the per-call cost and that slow-down are fitted together
 // (lad_fit.hpp), and the calibrated topology carries the slow-down as intra_efficiency (the
