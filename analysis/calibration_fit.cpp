@@ -248,8 +248,9 @@ void fit_all(CalibrationResult& r) {
     // cost is not theirs, so they take the sweep's fit alone. Since a call is one op on one
     // rank, cpu-tp2-pp2-gpipe has 12-16 awake transfers against 300+ collectives; with the
     // collectives' 9.5 us its receives' class MAPE was 111 %, with the fit alone 80 %, its op
-    // MAPE 0.3-0.6 points lower in each of N42-N50 (bench/results/validate_cpu.md,
-    // "fifty-third session").
+    // MAPE 0.31-0.58 points lower in each of N42-N50 (bench/results/validate_cpu.md,
+    // "fifty-third session"). They stay a class of their own in the split below (their offset
+    // unused), so the collectives' cost and the bytes' slow-down are the collectives'.
     r.p2p_sweep_only = !r.p2p_extra_own && transfers > 0 && awake.size() - transfers >= kMinWakeCalls;
     // Contended collectives likewise get their own (CollectiveSpec::contended_lat_us): on
     // cpu-tp2-dp2-zero3 the 32 KB TP all-gathers took a median 80 us from their last arrival
