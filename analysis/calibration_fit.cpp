@@ -268,7 +268,8 @@ void fit_all(CalibrationResult& r) {
     // call costs no less than the sweep's fit says.
     constexpr double kMaxSlowdown = 20.0;
     // The class whose per-call cost a call takes: contended calls and transfers without enough
-    // of their kind take the collectives' (one per-call cost for them all).
+    // of their kind take the collectives' (one per-call cost for them all), but transfers on
+    // the sweep's L keep a class of their own, whose offset is not used.
     auto fitted_class = [&r](size_t cls) {
       return (cls == kContended && !r.contended_extra_own) || (cls == kTransfer && !r.p2p_extra_own && !r.p2p_sweep_only) ? kCollective : cls;
     };
