@@ -161,6 +161,8 @@ fi
 # 5. Benches.
 check bench_kernels "$(bin paralab_bench_kernels)" --out "$RESULTS/bench_kernels.json"
 check bench_exec_cuda "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1.toml --out "$RESULTS/bench_exec_cuda.json"
+# FP8: each linear GEMM with its quantization against bf16 cuBLAS alone, and the quantization kernels.
+check bench_exec_cuda_fp8 "$(bin paralab_bench_exec_cuda)" --scenario scenarios/gpu-1-fp8.toml --out "$RESULTS/bench_exec_cuda_fp8.json"
 # 6. compute-sanitizer (kernels: all; backend: device ops and one whole step), slowest last.
 if [ "${SKIP_SANITIZER:-0}" = 1 ]; then
   echo "| compute-sanitizer | skipped (SKIP_SANITIZER=1) | |" >> "$SUMMARY"

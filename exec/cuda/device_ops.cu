@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "exec/cuda/device_elem.cuh"
 #include "exec/fill_math.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_utils.cuh"
@@ -21,28 +22,8 @@ namespace {
 
 namespace k = paralab::kernels;
 
-__device__ __forceinline__ float load(const void* p, T t, int64_t i) {
-  switch (t) {
-    case T::f32: return static_cast<const float*>(p)[i];
-    case T::bf16: return k::bf16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case T::f16: return k::f16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case T::fp8: return k::e4m3_bits_to_f32(static_cast<const uint8_t*>(p)[i]);
-    case T::i32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
-    case T::u8: return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
-  }
-  return 0.f;
-}
-
-__device__ __forceinline__ void store(void* p, T t, int64_t i, float x) {
-  switch (t) {
-    case T::f32: static_cast<float*>(p)[i] = x; break;
-    case T::bf16: static_cast<uint16_t*>(p)[i] = k::f32_to_bf16_bits(x); break;
-    case T::f16: static_cast<uint16_t*>(p)[i] = k::f32_to_f16_bits(x); break;
-    case T::fp8: static_cast<uint8_t*>(p)[i] = k::f32_to_e4m3_bits(x); break;
-    case T::i32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(x); break;
-    case T::u8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(x); break;
-  }
-}
+using elem::load;
+using elem::store;
 
 constexpr int kThreads = 256;
 
@@ -225,60 +206,6 @@ __global__ void merge_lse_kernel(float* lse, const float* lse_blk, int64_t rows)
   }
 }
 
-// FP8 quantization, one row per block (grid-stride over rows, threads over a row's columns):
-// reads coalesced along a row, no index division per element, and one atomic per block, not
-// per 256 elements (all on one address, they had serialized: about 0.6 ms per GEMM call of
-// gpu-1-fp8 went to amax and quantization, bench/results/exec_cuda.md, 2026-11-27).
-constexpr int kQuantRowBlocks = 1024;
-constexpr int kTile = 32, kTileRows = 8;  // transposed copy: 32 x 32 tiles, 32 x 8 threads
-
-__device__ __forceinline__ float fp8_scale(const float* amax) {
-  const float a = amax[0];
-  return a > 0.f && isfinite(a) ? 448.0f / a : 1.0f;
-}
-
-__global__ void amax_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, float* amax) {
-  __shared__ float scratch[32];
-  float m = 0.f;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, fabsf(load(x, t, r * ld + c)));
-  m = k::cu::block_max(m, scratch);
-  // Non-negative floats order like their bit patterns as signed ints.
-  if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
-}
-
-// q[r][c] = e4m3(x[r][c] * scale), rows of `cols` bytes.
-__global__ void quantize_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, const float* amax,
-                                uint8_t* q, float* scale_inv) {
-  const float scale = fp8_scale(amax);
-  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / scale;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x)
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      q[r * cols + c] = k::f32_to_e4m3_bits(load(x, t, r * ld + c) * scale);
-}
-
-// q[c][r] = e4m3(x[r][c] * scale) through a shared 32 x 32 tile, so that both the reads (along
-// x's rows) and the writes (along q's rows) are coalesced; the tile's rows are padded by one.
-__global__ void quantize_t_kernel(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, const float* amax,
-                                  uint8_t* q, float* scale_inv) {
-  __shared__ uint8_t tile[kTile][kTile + 1];
-  const float scale = fp8_scale(amax);
-  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) scale_inv[0] = 1.0f / scale;
-  for (int64_t r0 = int64_t(blockIdx.y) * kTile; r0 < rows; r0 += int64_t(gridDim.y) * kTile)
-    for (int64_t c0 = int64_t(blockIdx.x) * kTile; c0 < cols; c0 += int64_t(gridDim.x) * kTile) {
-      for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-        const int64_t r = r0 + j, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) tile[j][threadIdx.x] = k::f32_to_e4m3_bits(load(x, t, r * ld + c) * scale);
-      }
-      __syncthreads();
-      for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-        const int64_t c = c0 + j, r = r0 + threadIdx.x;
-        if (r < rows && c < cols) q[c * rows + r] = tile[threadIdx.x][j];
-      }
-      __syncthreads();  // the tile is rewritten by the next pair of loops
-    }
-}
-
 }  // namespace
 
 void copy2d(const void* src, T src_t, int64_t src_ld, void* dst, T dst_t, int64_t dst_ld, int64_t rows, int64_t cols,
@@ -387,27 +314,6 @@ void merge_attention(float* prev, const float* out, float* lse, const float* lse
   merge_kernel<<<blocks(rows * d), kThreads, 0, stream>>>(prev, out, lse, lse_blk, rows, d);
   PARALAB_CUDA_CHECK_LAUNCH();
   merge_lse_kernel<<<blocks(rows), kThreads, 0, stream>>>(lse, lse_blk, rows);
-  PARALAB_CUDA_CHECK_LAUNCH();
-}
-
-void amax(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, float* amax_out, cudaStream_t stream) {
-  if (rows * cols <= 0) return;
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, kQuantRowBlocks));
-  amax_kernel<<<grid, kThreads, 0, stream>>>(x, t, rows, cols, ld, amax_out);
-  PARALAB_CUDA_CHECK_LAUNCH();
-}
-
-void quantize_e4m3(const void* x, T t, int64_t rows, int64_t cols, int64_t ld, bool transpose, const float* amax_in,
-                   uint8_t* q, float* scale_inv, cudaStream_t stream) {
-  if (rows * cols <= 0) return;
-  if (transpose) {
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>((cols + kTile - 1) / kTile, 1024)),
-                    static_cast<unsigned>(std::min<int64_t>((rows + kTile - 1) / kTile, 1024)));
-    quantize_t_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(x, t, rows, cols, ld, amax_in, q, scale_inv);
-  } else {
-    const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, 4 * kQuantRowBlocks));
-    quantize_kernel<<<grid, kThreads, 0, stream>>>(x, t, rows, cols, ld, amax_in, q, scale_inv);
-  }
   PARALAB_CUDA_CHECK_LAUNCH();
 }
 

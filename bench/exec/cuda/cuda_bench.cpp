@@ -5,8 +5,8 @@
 //    gradient, fp8 quantization) against "cuBLAS alone": one cublasGemmStridedBatchedEx of the
 //    same m, n, k, batch and types on contiguous operands. Reported: TFLOP/s of both and their
 //    ratio (project goal: backend >= 95% of cuBLAS alone), and a FLOP-weighted total.
-//  * the backend's own memory-bound kernels (strided copy, head packing, cross-entropy stages)
-//    as a fraction of a device-to-device cudaMemcpy (project goal >= 70%); the kernels/ ones are
+//  * the backend's own memory-bound kernels (strided copy, head packing, cross-entropy stages,
+//    FP8 amax and e4m3 quantization on both of its paths) as a fraction of a device-to-device cudaMemcpy (project goal >= 70%); the kernels/ ones are
 //    benchmarked by bench/kernels.
 // Method: CUDA-event time of each launch, median of --repeats after --warmup; operands hold
 // seeded random values. Output: one JSON document on stdout (and --out FILE).
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     StreamRes res;
     res.stream = s;
     res.lt = std::make_unique<LtGemm>(s, size_t(32) << 20);
-    PARALAB_CU(cudaMalloc(&res.scalars, 256));
+    PARALAB_CU(cudaMalloc(&res.scalars, ScalarSlots::kBytes));
     std::vector<GemmPlan> plans(g.ops.size());
     std::atomic<int64_t> fallbacks{0};
     cublasHandle_t blas = nullptr;
@@ -291,6 +291,33 @@ int main(int argc, char** argv) {
                dev::xent_bwd(static_cast<float*>(ex.p), static_cast<float*>(sums.p), static_cast<int32_t*>(lab.p), 0, 1.0f,
                              nullptr, dl.p, dt(t), T, V, s);
              }, o.warmup, o.repeats));
+    }
+    {
+      // FP8 quantization of the largest linear operand (the fc1 weight, [fc1_cols, hidden], as
+      // the backend quantizes it at every call): amax reads it, the e4m3 copy reads it and writes
+      // a byte per element. "scalar path": the same matrix as a view with an odd row stride,
+      // which exec/cuda/fp8_quantize.cu cannot vectorize (the kernels before 2026-11-30).
+      const DType t = m.act;
+      const int64_t R = m.fc1_cols(), C = m.hidden, es = bytes_of(t), n = R * C;
+      DevMem x(R * (C + 1) * es), q(n), slots(ScalarSlots::kBytes);
+      dev::fill(x.p, dt(t), R * (C + 1), 0, 5, 0, 0, s);
+      auto* amax = static_cast<float*>(slots.p);
+      auto* inv = amax + 64;
+      auto* u8 = static_cast<uint8_t*>(q.p);
+      const std::string shape = std::to_string(R) + "x" + std::to_string(C);
+      const double rd = double(n * es), rw = double(n * (es + 1));
+      auto zero = [&] { PARALAB_CU(cudaMemsetAsync(amax, 0, 4, s)); };
+      record("fp8 amax", shape, rd, tm.median_us([&] { zero(); dev::amax(x.p, dt(t), R, C, C, amax, s); }, o.warmup, o.repeats));
+      record("fp8 quantize e4m3", shape, rw,
+             tm.median_us([&] { dev::quantize_e4m3(x.p, dt(t), R, C, C, false, amax, u8, inv, s); }, o.warmup, o.repeats));
+      record("fp8 quantize e4m3, transposed", shape, rw,
+             tm.median_us([&] { dev::quantize_e4m3(x.p, dt(t), R, C, C, true, amax, u8, inv, s); }, o.warmup, o.repeats));
+      record("fp8 amax (scalar path)", shape, rd,
+             tm.median_us([&] { zero(); dev::amax(x.p, dt(t), R, C, C + 1, amax, s); }, o.warmup, o.repeats));
+      record("fp8 quantize e4m3 (scalar path)", shape, rw,
+             tm.median_us([&] { dev::quantize_e4m3(x.p, dt(t), R, C, C + 1, false, amax, u8, inv, s); }, o.warmup, o.repeats));
+      record("fp8 quantize e4m3, transposed (scalar path)", shape, rw,
+             tm.median_us([&] { dev::quantize_e4m3(x.p, dt(t), R, C, C + 1, true, amax, u8, inv, s); }, o.warmup, o.repeats));
     }
     out["memory_bound"] = mem;
     out["memory_bound_goal"] = 0.70;

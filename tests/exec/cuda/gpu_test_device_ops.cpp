@@ -1,8 +1,8 @@
 // tests/exec/cuda — [gpu] tests of the CUDA backend's device kernels against host formulas
 // (exit 77 without a device): strided copies with conversion and accumulation, FP8 amax and
-// e4m3 quantization (bit for bit against the host twin), head packing, fills, cross-entropy
-// stages, learned positions, and the parameter values of every split. Whole steps against the
-// CPU backend are in gpu_test_backend.cpp.
+// e4m3 quantization on every path of fp8_quantize.cu (bit for bit against the host twin), head
+// packing, fills, cross-entropy stages, learned positions, and the parameter values of every
+// split. Whole steps against the CPU backend are in gpu_test_backend.cpp.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime.h>
@@ -76,37 +76,51 @@ TEST_CASE("device FP8 quantization: amax and the e4m3 copies, plain and transpos
           "[gpu][exec][cuda]") {
   // The host twin: amax over the stored values, scale = 448 / amax in float, each element
   // rounded by kernels/dtype.hpp's OFP8 encoder, [cols, rows] when transposed, and the
-  // dequantization scale 1 / scale. Rows strided (ld > cols), so a view inside a wider tensor.
-  const int64_t rows = 45, cols = 37, ld = 41;
-  const auto src = random_floats(static_cast<size_t>(rows * ld), 7, 3.0f);
-  for (DType t : {DType::f32, DType::bf16})
-    for (bool transpose : {false, true}) {
-      CAPTURE(int(t), transpose);
-      const auto s = storage(src, t);
-      const auto stored = values(s, t);
-      float amax = 0;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(stored[static_cast<size_t>(r * ld + c)]));
-      const float scale = 448.0f / amax;
-      DevBuf<uint8_t> X(s.size()), Q(static_cast<size_t>(rows * cols));
-      DevBuf<float> sc(2);
-      X.up(s);
-      sc.up({0.f, 0.f});
-      const auto dt = static_cast<dev::T>(static_cast<int>(t));
-      dev::amax(X.p, dt, rows, cols, ld, sc.p, nullptr);
-      dev::quantize_e4m3(X.p, dt, rows, cols, ld, transpose, sc.p, Q.p, sc.p + 1, nullptr);
-      const auto scalars = sc.down();
-      CHECK(scalars[0] == amax);
-      CHECK(scalars[1] == 1.0f / scale);
-      const auto q = Q.down();
-      int64_t wrong = 0;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) {
-          const uint8_t want = kernels::f32_to_e4m3_bits(stored[static_cast<size_t>(r * ld + c)] * scale);
-          wrong += q[static_cast<size_t>(transpose ? c * rows + r : r * cols + c)] != want;
-        }
-      CHECK(wrong == 0);
-    }
+  // dequantization scale 1 / scale. Rows strided where ld > cols (a view inside a wider tensor).
+  // Shapes that take each path of exec/cuda/fp8_quantize.cu: scalar (widths not multiples of 8,
+  // a view 2 elements in, so rows start unaligned), vector contiguous and strided, transposed
+  // tiles whole (64 x 64) and cut at both edges, and a transposed copy of rows % 8 != 0.
+  struct Shape {
+    int64_t rows, cols, ld, offset;
+  };
+  const Shape shapes[] = {{45, 37, 41, 0}, {64, 128, 128, 0}, {72, 200, 208, 0}, {136, 72, 72, 0},
+                          {8, 8, 8, 0},   {40, 64, 64, 2},   {44, 96, 96, 0}};
+  uint64_t seed = 7;
+  for (const Shape& sh : shapes)
+    for (DType t : {DType::f32, DType::bf16, DType::f16})
+      for (bool transpose : {false, true}) {
+        const int64_t rows = sh.rows, cols = sh.cols, ld = sh.ld;
+        CAPTURE(rows, cols, ld, sh.offset, int(t), transpose);
+        // A spread of magnitudes (e4m3's normals and subnormals after scaling), never zeros.
+        auto src = random_floats(static_cast<size_t>(rows * ld + sh.offset), ++seed, 3.0f);
+        for (size_t i = 0; i < src.size(); i += 5) src[i] *= 1e-3f;
+        const auto s = storage(src, t);
+        const auto stored = values(s, t);
+        const int64_t off = sh.offset;
+        float amax = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::abs(stored[static_cast<size_t>(off + r * ld + c)]));
+        const float scale = 448.0f / amax;
+        DevBuf<uint8_t> X(s.size()), Q(static_cast<size_t>(rows * cols));
+        DevBuf<float> sc(2);
+        X.up(s);
+        sc.up({0.f, 0.f});
+        const auto dt = static_cast<dev::T>(static_cast<int>(t));
+        const uint8_t* x = X.p + off * bytes_of(t);
+        dev::amax(x, dt, rows, cols, ld, sc.p, nullptr);
+        dev::quantize_e4m3(x, dt, rows, cols, ld, transpose, sc.p, Q.p, sc.p + 1, nullptr);
+        const auto scalars = sc.down();
+        CHECK(scalars[0] == amax);
+        CHECK(scalars[1] == 1.0f / scale);
+        const auto q = Q.down();
+        int64_t wrong = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) {
+            const uint8_t want = kernels::f32_to_e4m3_bits(stored[static_cast<size_t>(off + r * ld + c)] * scale);
+            wrong += q[static_cast<size_t>(transpose ? c * rows + r : r * cols + c)] != want;
+          }
+        CHECK(wrong == 0);
+      }
 }
 
 TEST_CASE("device head packing matches the qkv row layout, both ways", "[gpu][exec][cuda]") {
