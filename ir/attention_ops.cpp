@@ -50,7 +50,7 @@ BufferId StageBuilder::attention_forward(int64_t layer, LayerActs& a, bool keep_
       if (step > 0) o.reads.insert(o.reads.end(), {b_.whole(a.ctx), b_.whole(a.lse)});
       o.writes = {b_.whole(a.ctx), b_.whole(a.lse)};
       o.attrs = AttentionAttrs{m_.micro_batch, m_.heads_local(), m_.groups_local(), s, s, m_.head_dim, true,
-                               step, static_cast<int32_t>(m_.cp), m_.math};
+                               step, static_cast<int32_t>(m_.cp), m_.attention_math()};
       o.flops = attention_flops(m_, s, s);
       o.model_flops = model_part(o.flops);
       b_.add(std::move(o));
@@ -71,7 +71,7 @@ BufferId StageBuilder::attention_forward(int64_t layer, LayerActs& a, bool keep_
   g.n = m_.head_dim;
   g.k = s;
   g.batch = bh;
-  g.math = m_.math;
+  g.math = m_.attention_math();
   g.role = GemmRole::attn_pv;
   o.attrs = g;
   o.flops = attention_flops(m_, s, s) / 2;
@@ -102,7 +102,7 @@ void StageBuilder::recompute_attention_core(int64_t layer, LayerActs& a) {
   g.k = m_.head_dim;
   g.batch = bh;
   g.trans_b = true;
-  g.math = m_.math;
+  g.math = m_.attention_math();
   g.role = GemmRole::attn_qk;
   o.attrs = g;
   o.flops = attention_flops(m_, s, s) / 2;
@@ -144,7 +144,7 @@ void StageBuilder::attention_backward(int64_t layer, LayerActs& a, BufferId d_ct
         o.writes.push_back(b_.whole(dkv_out));
       }
       o.attrs = AttentionAttrs{m_.micro_batch, m_.heads_local(), m_.groups_local(), s, s, m_.head_dim, true,
-                               step, static_cast<int32_t>(m_.cp), m_.math};
+                               step, static_cast<int32_t>(m_.cp), m_.attention_math()};
       o.flops = 2.5 * attention_flops(m_, s, s);
       o.model_flops = model_part(2.0 * attention_flops(m_, s, s));
       b_.add(std::move(o));
@@ -199,7 +199,7 @@ void StageBuilder::attention_backward(int64_t layer, LayerActs& a, BufferId d_ct
     g.n = m_.head_dim;
     g.k = s;
     g.batch = bh;
-    g.math = m_.math;
+    g.math = m_.attention_math();
     g.role = GemmRole::attn_pv;
     o.attrs = g;
     o.flops = attention_flops(m_, s, s) / 2;
@@ -221,7 +221,7 @@ void StageBuilder::attention_backward(int64_t layer, LayerActs& a, BufferId d_ct
     g.batch = bh;
     g.trans_a = ta;
     g.trans_b = tb;
-    g.math = m_.math;
+    g.math = m_.attention_math();
     g.role = role;
     o.attrs = g;
     o.flops = 2.0 * static_cast<double>(bh * m) * static_cast<double>(n * k);

@@ -42,7 +42,13 @@ struct ModelShape {
   bool sp = false;
   // Precision
   DType act = DType::bf16;     // activations, weights and gradients as stored
-  MathMode math = MathMode::bf16;
+  MathMode math = MathMode::bf16;  // the linear layers' GEMMs
+
+  // The attention core's arithmetic (QK^T, PV, fused attention). FP8 training quantizes the
+  // linear layers only and keeps attention in bf16, as Transformer Engine's FP8 recipes do
+  // unless FP8 attention is asked for (its `fp8_dpa`), and as exec/cuda runs it: the IR says
+  // what runs, so the simulator costs it at the bf16 peak.
+  [[nodiscard]] MathMode attention_math() const { return math == MathMode::fp8 ? MathMode::bf16 : math; }
 
   static ModelShape from(const Scenario& s);
 

@@ -1,5 +1,6 @@
 // paralab — GEMM cost: roofline of the math peak (at a shape-dependent efficiency) against the
-// HBM traffic, plus the launch overhead (docs/simulator.md, "GEMMs").
+// HBM traffic, plus the launch overhead and, for FP8 linear layers, the quantization of both
+// operands (docs/simulator.md, "GEMMs").
 //
 // A GPU GEMM kernel tiles C into tile_m x tile_n output tiles, one thread block each, and runs
 // them in waves of sm_count blocks (one resident main-loop block per SM for the large cuBLAS
@@ -75,6 +76,23 @@ int64_t element_bytes(MathMode m) {
   return 4;
 }
 
+// FP8 linear GEMMs quantize both operands before the matmul (per-tensor current scaling,
+// Transformer Engine's recipe, as exec/cuda/ops_gemm.cpp runs it): an amax pass over each
+// bf16 operand, then its scaled e4m3 copy, each a streaming kernel of its own, plus the zeroing
+// of the two amax slots: (2 + 2 + 1) bytes of HBM traffic per operand element
+// (exec/cuda/fp8_quantize.cu) and five launches, serial before the GEMM on the same stream.
+// Attention GEMMs run in bf16 (ModelShape::attention_math) and are not quantized.
+constexpr double kFp8CastBytesPerElement = 2.0 + 2.0 + 1.0;  // amax read, cast read, e4m3 write
+constexpr int kFp8CastLaunches = 5;                           // memset, 2 x amax, 2 x cast
+
+double fp8_cast_us(const GemmAttrs& g, const DeviceSpec& dev) {
+  if (g.math != MathMode::fp8 || !is_linear(g.role)) return 0.0;
+  const double elems = (static_cast<double>(g.m) * static_cast<double>(g.k) +
+                        static_cast<double>(g.k) * static_cast<double>(g.n)) *
+                       static_cast<double>(g.batch);
+  return elems * kFp8CastBytesPerElement / mem_bytes_per_us(dev) + kFp8CastLaunches * dev.launch_overhead_us;
+}
+
 }  // namespace
 
 double gemm_efficiency(const GemmAttrs& g, const DeviceSpec& dev) { return plan(g, dev).efficiency; }
@@ -90,7 +108,7 @@ double gemm_shape_us(const GemmAttrs& g, double op_bytes, const DeviceSpec& dev)
   double bytes = op_bytes > 0 ? op_bytes : (m * k + k * n + m * n) * b * static_cast<double>(element_bytes(g.math));
   if (p.splits > 1) bytes += 2.0 * static_cast<double>(p.splits) * m * n * b * 4.0;  // fp32 partials out and in
   const double t_memory = bytes / mem_bytes_per_us(dev);
-  return std::max(t_compute, t_memory) + dev.launch_overhead_us;
+  return std::max(t_compute, t_memory) + dev.launch_overhead_us + fp8_cast_us(g, dev);
 }
 
 double gemm_model_us(const Op& op, const DeviceSpec& dev) {

@@ -175,3 +175,27 @@ TEST_CASE("the API answers for any rank", "[ir][structure]") {
     }
   }
 }
+
+// FP8 training quantizes the linear layers only (ModelShape::attention_math, after Transformer
+// Engine's FP8 recipes): the IR's attention products, unfused and fused, say bf16, so that the
+// simulator costs them at the bf16 peak, as exec/cuda runs them.
+TEST_CASE("FP8: the linear GEMMs in fp8, the attention core in bf16", "[ir][structure]") {
+  for (const char* attention : {"unfused", "flash"}) {
+    INFO(attention);
+    const Scenario s = test::scenario_from(test::tiny_gpt(), {"cluster.topology=dgx-h100", "training.precision=fp8",
+                                                              std::string("training.attention=") + attention});
+    const StepIR ir = build_step_ir(s);
+    int linear = 0, attn = 0;
+    for (const Op& op : ir.stages[0].ops) {
+      if (const GemmAttrs* g = op.gemm()) {
+        CHECK(g->math == (is_linear(g->role) ? MathMode::fp8 : MathMode::bf16));
+        ++(is_linear(g->role) ? linear : attn);
+      } else if (const AttentionAttrs* a = op.attention()) {
+        CHECK(a->math == MathMode::bf16);
+        ++attn;
+      }
+    }
+    CHECK(linear > 0);
+    CHECK(attn > 0);
+  }
+}

@@ -217,3 +217,29 @@ TEST_CASE("compute: calibration points override the model per shape", "[compute]
     CHECK(m.duration_us(op) == Approx(m.model_us(op)));
   }
 }
+
+// exec/cuda/ops_gemm.cpp and fp8_quantize.cu: an FP8 linear GEMM first reads each bf16 operand
+// for its amax, then again for its e4m3 copy, which it writes (5 bytes per operand element),
+// in five launches; the GEMM itself runs at the FP8 peak. Attention GEMMs are not quantized.
+TEST_CASE("compute: an FP8 linear GEMM pays its operands' quantization; other GEMMs do not", "[compute]") {
+  DeviceSpec d = round_gpu();
+  d.peak_tflops[math_index(MathMode::fp8)] = 200;
+  GemmAttrs g = gemm(2560, 1280, 4096);
+  g.role = GemmRole::linear_fwd;
+  g.math = MathMode::fp8;
+  const double flops = 2.0 * 2560 * 1280 * 4096;
+  const double cast_us = (2560.0 * 4096 + 4096.0 * 1280) * 5.0 / 1e6 + 5 * 1.0;  // 1e6 B/us, 1 us launches
+  const double t = gemm_model_us(gemm_op(g), d);
+  CHECK(t == Approx(flops / (200e6 * gemm_efficiency(g, d)) + 1.0 + cast_us));
+  // The same product in bf16 has no cast, at half the peak.
+  GemmAttrs b = g;
+  b.math = MathMode::bf16;
+  CHECK(gemm_model_us(gemm_op(b), d) == Approx(flops / (100e6 * gemm_efficiency(b, d)) + 1.0));
+  // Weight gradients and data gradients are linear too; attention's products are not.
+  for (GemmRole r : {GemmRole::linear_dgrad, GemmRole::linear_wgrad}) {
+    g.role = r;
+    CHECK(gemm_model_us(gemm_op(g), d) == Approx(t));
+  }
+  g.role = GemmRole::attn_qk;
+  CHECK(gemm_model_us(gemm_op(g), d) == Approx(t - cast_us));
+}
