@@ -10,7 +10,7 @@
 
 namespace paralab::exec::cuda::dev::elem {
 
-// x[i] of storage type t, as float.
+// p[i] of storage type t, as float.
 __device__ __forceinline__ float load(const void* p, T t, int64_t i) {
   namespace k = paralab::kernels;
   switch (t) {
@@ -24,7 +24,7 @@ __device__ __forceinline__ float load(const void* p, T t, int64_t i) {
   return 0.f;
 }
 
-// x[i] = v, rounded to storage type t.
+// p[i] = x, rounded to storage type t.
 __device__ __forceinline__ void store(void* p, T t, int64_t i, float x) {
   namespace k = paralab::kernels;
   switch (t) {
