@@ -2,10 +2,11 @@
 // quantize_e4m3): per-tensor current scaling, Transformer Engine's recipe (scale = 448 / amax).
 //
 // Memory-bound: every linear GEMM of an FP8 step reads both bf16 operands twice (amax, then the
-// scaled copy) and writes an e4m3 copy, about 5 bytes per element and 260 M elements per
-// layer and micro-batch of gpt-1.7b. The first kernels (an element per thread, 2-byte loads
-// through a dtype switch, byte stores) made gpu-1-fp8's linear GEMMs 1.7x slower than bf16 on an
-// H200 (0.51 s against 0.30 s a step, bench/results/exec_cuda.md, 2026-11-30). So:
+// scaled copy) and writes an e4m3 copy, about 5 bytes per element and 430 M elements per layer
+// and micro-batch of gpu-1-fp8 (gpt-1.7b, 4,096 tokens; 30 % of them weights). The first
+// kernels (an element per thread, 2-byte loads through a dtype switch, byte stores) made
+// gpu-1-fp8's linear GEMMs 1.7x slower than bf16 on an H200 (0.51 s against 0.30 s a step,
+// bench/results/exec_cuda.md, 2026-11-30). So:
 //   * vector path: 8 elements per thread and access (16-byte loads of bf16/f16, two of f32;
 //     8-byte e4m3 stores), for operands whose rows start 16-byte aligned (cols and ld multiples
 //     of 8, the pointer 16-byte aligned): every linear operand of the GPT and Llama scenarios;
