@@ -77,20 +77,18 @@ int64_t element_bytes(MathMode m) {
 }
 
 // FP8 linear GEMMs quantize both operands before the matmul (per-tensor current scaling,
-// Transformer Engine's recipe, as exec/cuda/ops_gemm.cpp runs it): an amax pass over each
-// bf16 operand, then its scaled e4m3 copy, each a streaming kernel of its own, plus the zeroing
-// of the two amax slots: (2 + 2 + 1) bytes of HBM traffic per operand element
-// (exec/cuda/fp8_quantize.cu) and five launches, serial before the GEMM on the same stream.
-// Attention GEMMs run in bf16 (ModelShape::attention_math) and are not quantized.
-constexpr double kFp8CastBytesPerElement = 2.0 + 2.0 + 1.0;  // amax read, cast read, e4m3 write
-constexpr int kFp8CastLaunches = 5;                           // memset, 2 x amax, 2 x cast
-
+// Transformer Engine's recipe, as exec/cuda/ops_gemm.cpp runs it), in five streaming kernels
+// serial on the GEMM's stream (exec/cuda/fp8_quantize.cu): the zeroing of the two amax slots,
+// an amax pass over each bf16 operand (2 bytes read per element), then its scaled e4m3 copy
+// (2 read, 1 written). Attention GEMMs run in bf16 (ModelShape::attention_math), unquantized.
 double fp8_cast_us(const GemmAttrs& g, const DeviceSpec& dev) {
   if (g.math != MathMode::fp8 || !is_linear(g.role)) return 0.0;
-  const double elems = (static_cast<double>(g.m) * static_cast<double>(g.k) +
-                        static_cast<double>(g.k) * static_cast<double>(g.n)) *
-                       static_cast<double>(g.batch);
-  return elems * kFp8CastBytesPerElement / mem_bytes_per_us(dev) + kFp8CastLaunches * dev.launch_overhead_us;
+  const double b = static_cast<double>(g.batch);
+  double t = streaming_us(0.0, 0.0, dev);  // the amax slots' memset
+  for (const double elems : {static_cast<double>(g.m) * static_cast<double>(g.k) * b,
+                             static_cast<double>(g.k) * static_cast<double>(g.n) * b})
+    t += streaming_us(2.0 * elems, 0.0, dev) + streaming_us(3.0 * elems, 0.0, dev);
+  return t;
 }
 
 }  // namespace
