@@ -1,8 +1,8 @@
 // paralab compare — the error of a prediction against a measurement of the same scenario.
 #include <cstdio>
 
-#include "analysis/compare.hpp"
-#include "analysis/report.hpp"
+#include "analysis/validate/compare.hpp"
+#include "analysis/validate/report.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 

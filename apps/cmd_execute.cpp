@@ -130,7 +130,7 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
   for (int c = 0; c < kCommClasses; ++c)
     if (b.exposed_comm_s[static_cast<size_t>(c)] > 0)
       std::printf(" %s %.3f s", std::string(to_string(static_cast<CommClass>(c))).c_str(), b.exposed_comm_s[static_cast<size_t>(c)]);
-  std::printf(", bubble %.3f s (%.1f%%)\n", b.bubble_s, 100 * r.bubble_fraction);
+  std::printf(", bubble %.3f s (%.1f%%), host %.3f s\n", b.bubble_s, 100 * r.bubble_fraction, b.host_s);
   std::printf("memory     %5s %5s %10s %10s %10s %10s\n", "rank", "stage", "peak GiB", "resident", "transient", "RSS GiB");
   for (const auto& rr : out.ranks)
     std::printf("           %5lld %5lld %10.4f %10.4f %10.4f %10.4f\n", (long long)rr.rank, (long long)rr.stage,

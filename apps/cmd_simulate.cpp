@@ -62,9 +62,9 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   const Breakdown& b = r.breakdown;
   double exposed = 0;
   for (double x : b.exposed_comm_s) exposed += x;
-  std::printf("breakdown   compute %s, exposed communication %s, bubble %s (%.1f %% of the step)\n",
+  std::printf("breakdown   compute %s, exposed communication %s, bubble %s (%.1f %% of the step), host %s\n",
               seconds(b.compute_s).c_str(), seconds(exposed).c_str(), seconds(b.bubble_s).c_str(),
-              100 * r.bubble_fraction);
+              100 * r.bubble_fraction, seconds(b.host_s).c_str());
   std::printf("exposed     ");
   for (int c = 0; c < kCommClasses; ++c)
     std::printf("%s %s%s", std::string(to_string(static_cast<CommClass>(c))).c_str(),
@@ -97,8 +97,8 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
     t0 = std::min(t0, t.start_us);
     t1 = std::max(t1, t.end_us);
   }
-  std::printf("%5s %6s | %10s %10s %10s %10s | %8s %8s %8s %8s %8s %8s | %10s %s\n", "stage", "rank", "compute",
-              "exp. comm", "bubble", "busy %", "weights", "grads", "optim", "activ", "buffers", "peak", "peak at",
+  std::printf("%5s %6s | %10s %10s %10s %10s %10s | %8s %8s %8s %8s %8s %8s | %10s %s\n", "stage", "rank", "compute",
+              "exp. comm", "bubble", "host", "busy %", "weights", "grads", "optim", "activ", "buffers", "peak", "peak at",
               "fits");
   size_t begin = 0;
   for (const auto& m : sim.memory) {
@@ -111,9 +111,9 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
     double ex = 0;
     for (double x : rb.exposed_comm_s) ex += x;
     const double act = m.at_peak[static_cast<size_t>(MemCategory::activations)];
-    std::printf("%5lld %6lld | %10s %10s %10s %9.1f%% | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %10s %s\n",
+    std::printf("%5lld %6lld | %10s %10s %10s %10s %9.1f%% | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %10s %s\n",
                 (long long)m.stage, (long long)m.rank, seconds(rb.compute_s).c_str(), seconds(ex).c_str(),
-                seconds(rb.bubble_s).c_str(), r.step_time_s > 0 ? 100 * rb.compute_s / r.step_time_s : 0,
+                seconds(rb.bubble_s).c_str(), seconds(rb.host_s).c_str(), r.step_time_s > 0 ? 100 * rb.compute_s / r.step_time_s : 0,
                 m.resident[static_cast<size_t>(MemCategory::weights)] / kGiB,
                 m.resident[static_cast<size_t>(MemCategory::grads)] / kGiB,
                 m.resident[static_cast<size_t>(MemCategory::optimizer)] / kGiB, act / kGiB,

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "analysis/launch.hpp"
-#include "analysis/report.hpp"
+#include "analysis/validate/report.hpp"
 #include "analysis/temp_dir.hpp"
-#include "analysis/validate.hpp"
+#include "analysis/validate/validate.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 
@@ -27,16 +27,11 @@ const std::vector<OptionSpec> kOptions = {
     {"--calibration", true, "a calibrated topology (paralab calibrate --out); default: cached or made now"},
     {"--recalibrate", false, "make a new calibration even if one is cached"},
     {"--quick-calibration", false, "when a calibration is made: calibrate --quick (faster, coarser)"},
-    {"--in-situ-launches", true, "when a calibration is made: launches its executions of the scenario spread over (default 4)"},
-    {"--calibration-attempts", true, "when a calibration is made first (--calibrate-first, or one in-situ launch): makes it again, up to K in all (1-5; default 2; 1: once), while its prediction is beyond --in-sample-bound from its own executions"},
-    {"--in-sample-bound", true, "percent (0-100, default 10) a calibration's prediction may be from its own executions before validate warns or makes it again"},
-    {"--interleave", false, "when a calibration is made: run its in-situ launches between blocks of the executions (the default)"},
-    {"--calibrate-first", false, "when a calibration is made: make it, in-situ launches and all, before the executions"},
     {"--report", true, "write an HTML report (timelines side by side, per-op scatter) to FILE"},
     {"--out-dir", true, "keep the traces in DIR: predicted.json, measured-K.json per execution, measured.json as compared (default: a temporary directory)"},
     {"--steps", true, "most steps a launch measures after its warm-up, each an execution, as many as fit in 0.4 s (default 8; 1: one)"},
     {"--warmup", true, "seconds of warm-up steps per launch before them (at least one step; default 0.5; 0: none)"},
-    {"--runs", true, "launches; of all their executions' fastest half the median-step one is compared, each op at its median over that half (default: 7-15, ~30 s)"},
+    {"--runs", true, "launches; the median-step execution of them all is compared, each op at its median over them all (default: 3-15, ~30 s)"},
     {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
     {"--help", false, "this help"},
 };
@@ -71,12 +66,6 @@ int run_validate(int argc, char** argv) {
     if (auto c = a.value("--calibration")) o.calibration = *c;
     o.recalibrate = a.flag("--recalibrate");
     o.quick_calibration = a.flag("--quick-calibration");
-    if (a.flag("--interleave") && a.flag("--calibrate-first"))
-      throw UsageError("--interleave and --calibrate-first exclude each other: give one (default --interleave)");
-    o.interleave = !a.flag("--calibrate-first");
-    if (auto l = a.value("--in-situ-launches")) o.in_situ_launches = parse_int("--in-situ-launches", *l, 1, 20);
-    if (auto l = a.value("--calibration-attempts")) o.calibration_attempts = parse_int("--calibration-attempts", *l, 1, 5);
-    if (auto b = a.value("--in-sample-bound")) o.in_sample_bound_pct = parse_number("--in-sample-bound", *b, 0, 100);
     if (auto s = a.value("--steps")) o.steps = parse_int("--steps", *s, 1, 100);
     if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);

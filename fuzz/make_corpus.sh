@@ -28,6 +28,8 @@ for s in "$root"/scenarios/*.toml; do
   done
 done
 for f in "$root"/topologies/*.toml; do cp "$f" "$out/topology/$(basename "$f")"; done
+# A calibrated topology (schema 2: measured op times, corrections, executions).
+cp "$root"/bench/results/gpu/2026-11-30-h200/cuda-np1-gpu-1.calibration.toml "$out/topology/calibrated-gpu-1.toml"
 for f in "$root"/tests/hardening/regressions/*.scenario; do
   [ -e "$f" ] && cp "$f" "$out/scenario/regression-$(basename "$f")"
 done
@@ -37,13 +39,14 @@ done
 
 # Dictionary: "[section]", "key = ", enum words; from the schema definitions themselves.
 {
-  grep -ohE '"[a-z_]+\.[a-z_0-9]+"' "$root"/ir/scenario_loader.cpp "$root"/ir/topology_loader.cpp |
+  grep -ohE '"[a-z_]+\.[a-z_0-9]+"' "$root"/ir/scenario_loader.cpp "$root"/ir/topology_format.cpp |
     tr -d '"' | sort -u | while IFS=. read -r section key; do
       echo "\"[$section]\""
       echo "\"$key = \""
     done
-  echo '"[[calibration.gemm]]"'
-  echo '"[[calibration.kernel]]"'
+  for a in gemm kernel correction execution; do echo "\"[[calibration.$a]]\""; done
+  grep -ohE 'x\.[a-z_]+(<[A-Za-z]+>)?\("[a-z_]+"' "$root"/ir/topology_format.cpp | grep -oE '"[a-z_]+"$' | tr -d '"' |
+    sort -u | while read -r key; do echo "\"$key = \""; done
   grep -ohE '\{"[a-z0-9_]+", [A-Za-z]+::' "$root"/ir/enum_names.cpp | grep -oE '"[a-z0-9_]+"' |
     sed -E 's/^"(.*)"$/"\\"\1\\""/'
   printf '%s\n' '"\x0a#@topology\x0a"' '"topology = \"topo.toml\""' '"preset = "' '"true"' '"false"' \

@@ -57,13 +57,17 @@ PARALAB_NAMES(GroupKind, {"tp", GroupKind::tp}, {"cp", GroupKind::cp}, {"dp", Gr
               {"pp", GroupKind::pp}, {"embd", GroupKind::embd}, {"mp", GroupKind::mp},
               {"world", GroupKind::world})
 
-// The trace's spellings (ir/step_graph.cpp's to_string), so that a [[calibration.call]] entry
-// reads as the ops it stands for.
+// The trace's spellings (ir/step_graph.cpp's to_string), so that a [[calibration.correction]]
+// row reads as the ops it stands for.
 PARALAB_NAMES(CollKind, {"all_reduce", CollKind::all_reduce}, {"all_gather", CollKind::all_gather},
               {"reduce_scatter", CollKind::reduce_scatter}, {"all_to_all", CollKind::all_to_all},
               {"broadcast", CollKind::broadcast})
 PARALAB_NAMES(Phase, {"fwd", Phase::forward}, {"bwd", Phase::backward}, {"recompute", Phase::recompute},
               {"optimizer", Phase::optimizer})
+
+PARALAB_NAMES(CostKind, {"time", CostKind::time}, {"dispatch", CostKind::dispatch}, {"handoff", CostKind::handoff})
+PARALAB_NAMES(OpFamily, {"compute", OpFamily::compute}, {"comm", OpFamily::comm})
+PARALAB_NAMES(Span, {"intra_node", Span::intra_node}, {"inter_node", Span::inter_node})
 
 #undef PARALAB_NAMES
 

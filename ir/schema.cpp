@@ -1,8 +1,11 @@
 // paralab — typed reads of raw configuration values, with errors that say what is allowed.
 #include "ir/schema.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <sstream>
+
+#include "ir/field_table.hpp"
 
 namespace paralab {
 
@@ -56,6 +59,26 @@ std::string read_string(const RawValue& v, const std::string& key) {
     throw ConfigError(v.loc, key, v.text, "expected a string, got " + std::string(v.type_name()),
                       "a quoted string");
   return v.s;
+}
+
+std::string toml_number(double v) {
+  if (!std::isfinite(v)) return v != v ? "nan" : v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace paralab

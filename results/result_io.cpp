@@ -48,7 +48,8 @@ nlohmann::json summary_json(const StepResult& r) {
   j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
                     {"exposed_comm_s", exposed},
                     {"exposed_comm_total_s", exposed_total},
-                    {"bubble_s", r.breakdown.bubble_s}};
+                    {"bubble_s", r.breakdown.bubble_s},
+                    {"host_s", r.breakdown.host_s}};
   j["events"] = r.events;
   j["sim_wall_s"] = r.wall_s;
   j["wall_s"] = r.wall_s;
@@ -83,6 +84,7 @@ StepResult result_from_json(const nlohmann::json& j) {
     const auto& b = j["breakdown"];
     r.breakdown.compute_s = b.value("compute_s", 0.0);
     r.breakdown.bubble_s = b.value("bubble_s", 0.0);
+    r.breakdown.host_s = b.value("host_s", 0.0);
     if (b.contains("exposed_comm_s"))
       for (int c = 0; c < kCommClasses; ++c)
         r.breakdown.exposed_comm_s[static_cast<size_t>(c)] =
@@ -148,8 +150,8 @@ std::string trace_json(const StepResult& r, const StepIR& ir) {
                     (long long)g->batch);
       extra = buf;
     }
-    if (t.stall_us > 0) {  // a predicted host stall after the op (OpTiming::stall_us)
-      std::snprintf(buf, sizeof buf, ",\"stall_us\":%.3f", t.stall_us);
+    if (t.posted_us < t.start_us) {  // waited for its peers from its post (OpTiming::posted_us)
+      std::snprintf(buf, sizeof buf, ",\"posted_us\":%.3f", t.posted_us);
       extra += buf;
     }
     std::snprintf(buf, sizeof buf,
@@ -187,7 +189,7 @@ LoadedResult read_result(const std::filesystem::path& file) {
         if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("op_id")) continue;
         const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
         const auto& a = e["args"];
-        out.result.ops.push_back({e.at("pid").get<int64_t>(), a["op_id"].get<OpId>(), ts, ts + dur, a.value("stall_us", 0.0)});
+        out.result.ops.push_back({e.at("pid").get<int64_t>(), a["op_id"].get<OpId>(), ts, ts + dur, a.value("posted_us", ts)});
         OpMeta m;
         m.name = e.value("name", "");
         m.kind = a.value("kind", "");

@@ -30,83 +30,105 @@ double union_length(std::vector<std::pair<double, double>>& v) {
   if (cur_b > cur_a) total += cur_b - cur_a;
   return total;
 }
+// Whether a communication op of group kind g waits on another pipeline stage when posted
+// before its start: a transfer between stages, or a collective joining stages.
+bool joins_pipeline_stages(GroupKind g) {
+  return g == GroupKind::pp || g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world;
+}
 }  // namespace
 
 // Sweep over the rank's timeline: at every instant the compute stream is busy (compute), or
 // idle while communication is in flight (exposed communication, attributed to the kind of the
-// earliest-started op in flight), or idle with nothing in flight (bubble). The three sum to
-// the window (the step, for finalize) or the rank's span from its first op start to its last
-// op end, whichever is longer. A predicted op is busy through its stall (OpTiming::stall_us):
-// compute for a compute op, in flight for a call, as a measured op holds its preemptions.
-// O(n log n) in the rank's ops.
+// earliest-started op in flight), or idle with nothing in flight: bubble while the rank waits
+// on another stage (a call joining stages posted and not begun: [posted_us, start_us)), or
+// outside its own span in a pipeline (fill and drain); else host. The four sum to the window
+// (the step, for finalize) or the rank's span, whichever is longer. O(n log n) in its ops.
 Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops, double window_start_us,
                          double window_end_us) {
   const StepGraph& g = ir.graph_for(rank);
   std::vector<std::pair<double, double>> compute;
+  // At equal times: ends before starts, so touching intervals leave no idle instant between.
+  enum EdgeKind : int { comm_end, wait_end, compute_end, comm_start, wait_start, compute_start };
   struct Edge {
     double t;
-    int kind;  // 0 comm end, 1 comm start, 2 compute end, 3 compute start (order at equal t)
+    int kind;
     int cls;
     size_t id;
   };
   std::vector<Edge> edges;
   double first = 1e300, last = 0;
   size_t next_id = 0;
-  // The op is busy through its stall (OpTiming::stall_us). The engine's stalls precede a
-  // successor, so they end within the step; a window given caps a hand-made one.
-  const double cap = window_end_us > window_start_us ? window_end_us : 1e300;
+  const bool pipeline = ir.layout.pp() > 1;
   for (const OpTiming& t : ops) {
     if (t.rank != rank || t.end_us <= t.start_us) continue;
-    const double busy_end = std::max(t.end_us, std::min(t.end_us + t.stall_us, cap));
     first = std::min(first, t.start_us);
-    last = std::max(last, busy_end);
+    last = std::max(last, t.end_us);
     const Op& op = g.op(t.op);
     if (op.stream == Stream::compute) {
-      compute.emplace_back(t.start_us, busy_end);
+      compute.emplace_back(t.start_us, t.end_us);
       continue;
     }
     GroupKind gk = GroupKind::tp;
     if (const auto* c = op.collective()) gk = c->group;
     else if (const auto* p = op.p2p()) gk = p->group;
     const int cls = static_cast<int>(comm_class(gk));
-    edges.push_back({t.start_us, 1, cls, next_id});
-    edges.push_back({busy_end, 0, cls, next_id});
+    edges.push_back({t.start_us, comm_start, cls, next_id});
+    edges.push_back({t.end_us, comm_end, cls, next_id});
     ++next_id;
+    if (pipeline && joins_pipeline_stages(gk) && t.posted_us < t.start_us) {
+      first = std::min(first, t.posted_us);  // the rank's span begins at its first post
+      edges.push_back({t.posted_us, wait_start, 0, 0});
+      edges.push_back({t.start_us, wait_end, 0, 0});
+    }
   }
   Breakdown b;
   if (first >= last) return b;
+  // Fill and drain: a stage idle before its first op or after its last while the step runs.
+  if (pipeline) {
+    if (window_start_us < first) {
+      edges.push_back({window_start_us, wait_start, 0, 0});
+      edges.push_back({first, wait_end, 0, 0});
+    }
+    if (window_end_us > last) {
+      edges.push_back({last, wait_start, 0, 0});
+      edges.push_back({window_end_us, wait_end, 0, 0});
+    }
+  }
   first = std::min(first, window_start_us);
   last = std::max(last, window_end_us);
   b.compute_s = union_length(compute) * 1e-6;
   for (const auto& [a, e] : compute) {
-    edges.push_back({a, 3, -1, 0});
-    edges.push_back({e, 2, -1, 0});
+    edges.push_back({a, compute_start, -1, 0});
+    edges.push_back({e, compute_end, -1, 0});
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) {
     return x.t < y.t || (x.t == y.t && x.kind < y.kind);
   });
   std::set<std::pair<double, size_t>> active;  // (start, id) of comms in flight
   std::vector<std::pair<double, int>> start_cls(next_id);
-  int busy = 0;
+  int busy = 0, waiting = 0;
   double prev = first;
   for (const Edge& e : edges) {
     if (e.t > prev && busy == 0) {
       const double dt = (e.t - prev) * 1e-6;
-      if (active.empty()) b.bubble_s += dt;
-      else b.exposed_comm_s[static_cast<size_t>(start_cls[active.begin()->second].second)] += dt;
+      if (!active.empty()) b.exposed_comm_s[static_cast<size_t>(start_cls[active.begin()->second].second)] += dt;
+      else if (waiting > 0) b.bubble_s += dt;
+      else b.host_s += dt;
     }
     prev = std::max(prev, e.t);
     switch (e.kind) {
-      case 0: active.erase({start_cls[e.id].first, e.id}); break;
-      case 1:
+      case comm_end: active.erase({start_cls[e.id].first, e.id}); break;
+      case comm_start:
         start_cls[e.id] = {e.t, e.cls};
         active.insert({e.t, e.id});
         break;
-      case 2: --busy; break;
-      case 3: ++busy; break;
+      case compute_end: --busy; break;
+      case compute_start: ++busy; break;
+      case wait_end: --waiting; break;
+      case wait_start: ++waiting; break;
     }
   }
-  if (last > prev) b.bubble_s += (last - prev) * 1e-6;  // idle from the rank's last op to the window's end
+  if (last > prev) b.host_s += (last - prev) * 1e-6;  // unreachable: the window's end is an edge when it extends
   return b;
 }
 
@@ -144,6 +166,7 @@ void finalize(StepResult& r, const StepIR& ir) {
   StepResult timed;
   if (measured) {
     timed.ops = r.ops;
+    for (OpTiming& t : timed.ops) t.posted_us = t.start_us;  // as executed: each rank's own post
     align_comm_starts(timed, ir);
   }
   std::map<int64_t, std::vector<OpTiming>> by_rank;
@@ -155,11 +178,13 @@ void finalize(StepResult& r, const StepIR& ir) {
       if (rs.rank == rank) rs.breakdown = b;
     avg.compute_s += b.compute_s;
     avg.bubble_s += b.bubble_s;
+    avg.host_s += b.host_s;
     for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += b.exposed_comm_s[static_cast<size_t>(c)];
   }
   const double n = by_rank.empty() ? 1.0 : static_cast<double>(by_rank.size());
   avg.compute_s /= n;
   avg.bubble_s /= n;
+  avg.host_s /= n;
   for (double& x : avg.exposed_comm_s) x /= n;
   r.breakdown = avg;
   r.bubble_fraction = r.step_time_s > 0 ? avg.bubble_s / r.step_time_s : 0;

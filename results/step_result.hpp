@@ -19,22 +19,24 @@ struct OpTiming {
   int64_t rank = 0;
   OpId op = 0;
   double start_us = 0, end_us = 0;
-  // Predicted only: the stall the simulator charged after the op before its successor could
-  // start, the share of a shared host's preemptions the op's median time leaves out
-  // (DeviceSpec::compute_tail after a compute op, CollectiveSpec::call_tail_us after a call).
-  // A measured op holds its preemptions inside [start_us, end_us], so the breakdown counts
-  // [end_us, end_us + stall_us] as the op's busy time, like for like; the op's own time,
-  // compared op by op, stays end_us - start_us (its median). 0 in a measurement and on GPUs.
-  double stall_us = 0;
+  // When the op was ready on its rank (us). A call whose peers arrive later waits from here to
+  // start_us (the simulator starts a call when its members have arrived); an op that waited
+  // for nothing has posted_us = start_us. A measured op's start is its post (finalize aligns a
+  // copy of the calls to their last arrival for the breakdown).
+  double posted_us = 0;
 };
 
 // Where a rank's step time goes (Sec. "Breakdown" in docs/results.md): compute-stream busy
 // time, communication that the compute stream waited for (exposed), split by group kind, and
-// idle time with nothing in flight (pipeline bubble and dependency waits).
+// idle time with nothing in flight: waiting on another pipeline stage (bubble: a transfer or a
+// collective joining stages posted and not yet begun, or the pipeline's fill and drain) or on
+// a host (host: the dispatch and hand-off gaps between ops, a peer's late arrival at a
+// collective within the stage).
 struct Breakdown {
   double compute_s = 0;
   std::array<double, kCommClasses> exposed_comm_s{};
   double bubble_s = 0;
+  double host_s = 0;
 };
 
 struct RankStats {

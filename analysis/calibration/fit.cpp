@@ -1,5 +1,5 @@
 // paralab — calibration fits: relative least squares with Eigen, non-negative by Lawson-Hanson.
-#include "analysis/fit.hpp"
+#include "analysis/calibration/fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -241,6 +241,17 @@ double AlphaBetaFit::bytes_us(CommPattern p, int64_t group, double bytes) const 
   // comm_features' last two: wire bytes (coefficient 1/B) and reduced bytes (1/R).
   if (fit.coef.size() != 4) return 0.0;
   return fit.coef[2] * comm_wire_bytes(p, group, bytes) + fit.coef[3] * comm_reduced_bytes(p, group, bytes);
+}
+
+CommPattern pattern_of(CollKind k) {
+  switch (k) {
+    case CollKind::all_reduce: return CommPattern::all_reduce;
+    case CollKind::all_gather: return CommPattern::all_gather;
+    case CollKind::reduce_scatter: return CommPattern::reduce_scatter;
+    case CollKind::all_to_all: return CommPattern::all_to_all;
+    case CollKind::broadcast: return CommPattern::broadcast;
+  }
+  return CommPattern::all_reduce;
 }
 
 AlphaBetaFit fit_alpha_beta(const std::vector<CommSample>& samples) {

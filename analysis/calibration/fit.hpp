@@ -19,10 +19,9 @@
 
 #include <cstdint>
 #include <string>
-#include <optional>
-#include <tuple>
 #include <vector>
 
+#include "ir/calibration.hpp"
 #include "ir/dtype.hpp"
 #include "ir/step_graph.hpp"
 
@@ -45,11 +44,8 @@ LinearFit relative_least_squares(const std::vector<std::vector<double>>& X, cons
                                  bool nonneg = true, const std::vector<double>& w = {});
 
 // ---- GEMMs -----------------------------------------------------------------------------------
-struct GemmSample {
-  int64_t m = 0, n = 0, k = 0, batch = 1;
-  MathMode math = MathMode::f32;
-  double time_us = 0;
-};
+// A GEMM's measured time is a sample of the fit as it is a point of the calibration.
+using GemmSample = GemmPoint;
 
 struct GemmFit {
   MathMode math = MathMode::f32;
@@ -88,9 +84,8 @@ StreamFit fit_streaming(const std::vector<StreamSample>& samples);
 enum class CommPattern : uint8_t { all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, send_recv };
 std::string_view to_string(CommPattern p);
 
-// A collective's (kind, group kind, phase): what a calibrated per-call cost is per
-// (ir/topology.hpp, CallPoint).
-using CallClass = std::tuple<CollKind, GroupKind, Phase>;
+// The pattern calibrate times a collective kind with.
+CommPattern pattern_of(CollKind k);
 
 struct CommSample {
   CommPattern pattern = CommPattern::all_reduce;
@@ -98,29 +93,6 @@ struct CommSample {
   double bytes = 0;    // per rank, as the IR counts them (docs/network.md, "API")
   double time_us = 0;
   double weight = 1;   // e.g. how often the calls of this size occur in the scenarios measured
-  double waited_us = 0; // in situ: from this rank posting the call to its last participant's arrival
-  double spread_us = 0; // in situ: from the call's first participant posting it to its last one's
-                        // arrival (a transfer: waited_us); beyond the spin window one poller slept
-  // In situ: which executed call this is (its rank and op index; -1: none), the same over the
-  // calibration's executions, so that its samples can be taken together as the per-op
-  // comparison takes an op's runs (their median).
-  int64_t rank = -1;
-  int64_t op = -1;
-  // In situ, a collective within a stage: how long before its last arrival the latest-posted
-  // call of another group kind, or of another stage, on its node that had not ended by then
-  // was posted (us; < 0: none was in flight). Within the poller's spin window that call's
-  // thread still spins on the cores this call needs (CollectiveSpec::contended_lat_us).
-  double contended_since_us = -1;
-  // In situ, a collective within a stage: whether its rank's compute stream ran an op at some
-  // time between its last member's arrival and its end (the simulator asks the same of its
-  // representative: sim/engine/engine_comm.cpp, call_end_extra_us). On shared cores the compute
-  // thread then holds the core the call's thread needs (CallPoint::beside_lat_us).
-  bool beside_compute = false;
-  // In situ: which of the calibration's executions the call is from (-1: none).
-  int64_t execution = -1;
-  // In situ, a collective: its kind, group kind and phase, the class of its own per-call cost
-  // (Calibration::calls); unset for transfers and the sweep's calls.
-  std::optional<CallClass> call_class = std::nullopt;
 };
 
 // The ring algorithm's step count and bytes a rank puts on its link, and the bytes of input it

@@ -1,72 +1,121 @@
-// paralab — from fitted calibration values to a topology: the calibrated topology (the file
-// the simulator loads is calibration_toml.cpp's; docs/calibration.md, "The file"). The fits
-// are calibration_fit.cpp's.
+// paralab — from the calibration's samples to the hardware they describe (calibrate.hpp,
+// fit_hardware and calibrated_hardware; docs/calibration.md, "Fits"): the device's peaks and
+// GEMM efficiency from the measured rates, the streaming kernels' launch time and bandwidth, the
+// fused attention efficiencies, the links' bandwidth and latency and the collectives' launch cost
+// from the alpha-beta fit, and the measured op times as the compute model's points.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
-#include "analysis/calibrate.hpp"
-#include "analysis/calibration_device_fit.hpp"
-#include "analysis/run_noise.hpp"
-#include "ir/topology_loader.hpp"
+#include "analysis/calibration/calibrate.hpp"
+#include "ir/enum_names.hpp"
 
 namespace paralab::calib {
 
-namespace detail {
+namespace {
 
 bool describes_host(const CalibrationResult& r) { return !r.gpu && r.base.device.kind == DeviceKind::cpu; }
+
+// The described device's peaks (TFLOP/s per MathMode) and GEMM efficiency: the base's, the host
+// CPU's (cores x clock x lanes), or the GPU's measured (SMs x clock x FLOP per clock); raised
+// to rate / 0.99 where the fp32 GEMM rate beats it (turbo). Where peaks come from measured rates
+// (a CPU host, an unknown GPU) bf16/f16 "peaks" make peak x efficiency their measured rates (a
+// CPU converts and multiplies them in fp32), tf32 as fp32, no fp8.
+struct DeviceFit {
+  std::array<double, kMathModes> peak{};
+  double gemm_eff = 0;
+};
 
 DeviceFit device_fit(const CalibrationResult& r) {
   DeviceFit d;
   const DeviceSpec& b = r.base.device;
   d.peak = b.peak_tflops;
   d.gemm_eff = b.gemm_max_efficiency;
+  bool from_rates = false;
   if (describes_host(r)) {
-    d.source = PeakSource::host;
+    from_rates = true;
     if (r.host.theoretical_fp32_tflops_per_core > 0) d.peak[math_index(MathMode::f32)] = r.host.theoretical_fp32_tflops_per_core;
-  } else if (r.gpu && b.kind == DeviceKind::cpu) {
-    // A CPU host's scenario executed on a GPU: the base's peaks are the host's, not the GPU's.
-    d.source = r.gpu->peak_tflops(MathMode::f32) > 0 ? PeakSource::device : PeakSource::measured;
+  } else if (r.gpu && b.kind == DeviceKind::cpu) {  // a CPU host's scenario executed on a GPU
+    from_rates = r.gpu->peak_tflops(MathMode::f32) <= 0;
     for (MathMode m : {MathMode::f32, MathMode::tf32, MathMode::bf16, MathMode::f16, MathMode::fp8})
-      d.peak[math_index(m)] = d.source == PeakSource::device ? r.gpu->peak_tflops(m) : 0.0;
+      d.peak[math_index(m)] = from_rates ? 0.0 : r.gpu->peak_tflops(m);
   }
-  const bool from_rates = d.source == PeakSource::host || d.source == PeakSource::measured;
   auto f32 = r.gemm.find(MathMode::f32);
-  if (f32 != r.gemm.end() && f32->second.flop_per_us > 0) {
-    const double rate = f32->second.flop_per_us * 1e-6;  // TFLOP/s
-    double& p32 = d.peak[math_index(MathMode::f32)];
-    if (p32 <= 0 || rate / p32 > 0.99) {  // faster than the nominal clock (turbo), or no nominal peak
-      d.raised = p32 > 0;
-      p32 = rate / 0.99;
-    }
-    d.gemm_eff = rate / p32;
-    if (from_rates) {
-      // bf16/f16 storage is converted and multiplied in fp32 on a CPU: their "peak" is what
-      // makes P(math) x efficiency the measured rate (on an unknown GPU, likewise its tensor
-      // cores' measured rates). tf32 as fp32, fp8 unknown (0: unsupported).
-      const double p = p32;
-      double& pb = d.peak[math_index(MathMode::bf16)];
-      double& ph = d.peak[math_index(MathMode::f16)];
-      pb = ph = p;
-      d.peak[math_index(MathMode::tf32)] = p;
-      d.peak[math_index(MathMode::fp8)] = 0;
-      for (MathMode m : {MathMode::bf16, MathMode::f16}) {
-        auto it = r.gemm.find(m);
-        if (it == r.gemm.end() || it->second.flop_per_us <= 0) continue;
-        (m == MathMode::bf16 ? pb : ph) = it->second.flop_per_us * 1e-6 / d.gemm_eff;
-        if (m == MathMode::bf16 && r.gemm.find(MathMode::f16) == r.gemm.end()) ph = pb;
-      }
-    }
+  if (f32 == r.gemm.end() || f32->second.flop_per_us <= 0) return d;
+  const double rate = f32->second.flop_per_us * 1e-6;  // TFLOP/s
+  double& p32 = d.peak[math_index(MathMode::f32)];
+  if (p32 <= 0 || rate / p32 > 0.99) p32 = rate / 0.99;
+  d.gemm_eff = rate / p32;
+  if (!from_rates) return d;
+  for (MathMode m : {MathMode::tf32, MathMode::bf16, MathMode::f16}) d.peak[math_index(m)] = p32;
+  d.peak[math_index(MathMode::fp8)] = 0;
+  for (MathMode m : {MathMode::bf16, MathMode::f16}) {
+    auto it = r.gemm.find(m);
+    if (it != r.gemm.end() && it->second.flop_per_us > 0) d.peak[math_index(m)] = it->second.flop_per_us * 1e-6 / d.gemm_eff;
   }
+  if (r.gemm.count(MathMode::bf16) && !r.gemm.count(MathMode::f16)) d.peak[math_index(MathMode::f16)] = d.peak[math_index(MathMode::bf16)];
   return d;
 }
 
-}  // namespace detail
+// Fused attention: t - t_launch = executed FLOPs / (P(math) x efficiency), regressed on
+// x = executed FLOPs / P(math): the slope is 1 / efficiency (the simulator's model,
+// sim/compute/compute_attention.cpp).
+double attention_efficiency(const CalibrationResult& r, const DeviceFit& dev, OpKind kind) {
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  for (const OpSamples& s : r.compute) {
+    if (s.key.kind != kind) continue;
+    const double t = s.median_us() - std::max(0.0, r.stream.latency_us);
+    const double peak_flop_per_us = dev.peak[math_index(s.key.math)] * 1e6;
+    if (t > 0 && s.exec_flops > 0 && peak_flop_per_us > 0) {
+      X.push_back({s.exec_flops / peak_flop_per_us});
+      y.push_back(t);
+    }
+  }
+  if (X.empty()) return 0.0;
+  const LinearFit f = relative_least_squares(X, y, true);
+  return f.coef[0] > 0 ? std::clamp(1.0 / f.coef[0], 1e-4, 1.0) : 0.0;
+}
 
-using detail::DeviceFit;
-using detail::device_fit;
-using detail::describes_host;
+}  // namespace
 
-Topology calibrated_topology(const CalibrationResult& r) {
+void fit_hardware(CalibrationResult& r) {
+  std::vector<GemmSample> gs;
+  std::set<MathMode> maths;
+  std::vector<StreamSample> ss;
+  for (const OpSamples& s : r.compute) {
+    const double t = s.median_us();
+    if (t <= 0) continue;
+    if (s.key.kind == OpKind::gemm) {
+      gs.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t});
+      maths.insert(s.key.math);
+    } else if (!is_comm(s.key.kind) && !is_matmul(s.key.kind) && s.bytes > 0) {
+      ss.push_back({"", s.bytes, t});
+    }
+  }
+  r.gemm.clear();
+  for (MathMode m : maths) r.gemm[m] = fit_gemm(gs, m);
+  r.stream = ss.empty() ? StreamFit{} : fit_streaming(ss);
+  const DeviceFit dev = device_fit(r);
+  r.flash_fwd_efficiency = attention_efficiency(r, dev, OpKind::attention_fwd);
+  r.flash_bwd_efficiency = attention_efficiency(r, dev, OpKind::attention_bwd);
+  // The scenarios' calls weigh by how often they occur; the sweep together weighs a tenth of
+  // them (it keeps the fit sane beyond the scenarios' sizes), or everything alike without them.
+  double scenario_weight = 0;
+  int64_t sweep_points = 0;
+  for (const CommPoint& p : r.comm) {
+    scenario_weight += p.weight;
+    sweep_points += p.weight <= 0;
+  }
+  const double sweep_weight = scenario_weight > 0 && sweep_points > 0 ? 0.1 * scenario_weight / static_cast<double>(sweep_points) : 1.0;
+  std::vector<CommSample> cs;
+  for (const CommPoint& p : r.comm)
+    if (p.median_us() > 0) cs.push_back({p.pattern, p.group, static_cast<double>(p.bytes), p.median_us(), p.weight > 0 ? p.weight : sweep_weight});
+  r.comm_fit.reset();
+  if (!cs.empty()) r.comm_fit = fit_alpha_beta(cs);
+}
+
+Topology calibrated_hardware(const CalibrationResult& r) {
   Topology t = r.base;
   t.name = r.base.name + "-calibrated";
   t.description = "calibrated by paralab calibrate on " + r.host.hostname + " (" + r.started_utc + ")";
@@ -78,8 +127,7 @@ Topology calibrated_topology(const CalibrationResult& r) {
     d.name = r.host.cpu_model.empty() ? d.name : r.host.cpu_model;
     if (r.host.mem_total_gib > 0) d.memory_gib = std::floor(100.0 * r.host.mem_total_gib / std::max(1, r.ranks)) / 100.0;
     if (r.host.l2_mib > 0) d.l2_mib = r.host.l2_mib;
-  } else if (r.gpu) {
-    // The GPU measured, whatever the base names (an H200 under dgx-h100, a GPU under cpu-host).
+  } else if (r.gpu) {  // the GPU measured, whatever the base names
     const exec::DeviceIdentity& g = *r.gpu;
     d.kind = DeviceKind::gpu;
     if (!g.name.empty()) d.name = g.name;
@@ -96,71 +144,26 @@ Topology calibrated_topology(const CalibrationResult& r) {
   if (r.flash_fwd_efficiency > 0) d.flash_fwd_efficiency = r.flash_fwd_efficiency;
   if (r.flash_bwd_efficiency > 0) d.flash_bwd_efficiency = r.flash_bwd_efficiency;
   t.node.devices_per_node = std::max<int64_t>(t.node.devices_per_node, r.ranks);
-  if (describes_host(r)) {
-    t.node.cores = r.host.cores;
-    t.collectives.poll_spin_us = exec::kPollSpinUs;
-    // Under core turns the executor's poller hands its turn to a waiting thread every 32 tests
-    // (exec/mpi/mpi_transport.cpp, wait_all): a few us against ops of tens to hundreds.
-    t.collectives.poll_yield_us = 0;
-    if (r.in_situ_asleep_calls > 0) t.collectives.wake_us = r.wake_us;  // measured (fit_all)
-  }
-  if (r.have_comm_fit) {
-    if (r.comm_fit.bytes_per_us > 0) t.node.intra_link.bw_gbps = r.comm_fit.gbps();
-    t.node.intra_link.lat_us = r.comm_fit.step_us;
-    // In situ the calls moved their bytes 1 + c times slower than the sweep (fit_all).
-    const double slowdown = 1.0 + (r.have_in_situ_comm() ? r.comm_in_situ_bytes_slowdown : 0.0);
-    t.node.intra_link.efficiency = 1.0 / slowdown;
-    t.collectives.launch_lat_us = r.comm_fit.launch_us + (r.have_in_situ_comm() ? r.comm_in_situ_extra_us : 0.0);
-    // The base topology's transfer cost is replaced too: by the transfers' own, by the sweep's L
-    // alone (too few transfers beside enough collectives: fit_all), or by launch's.
+  if (describes_host(r)) t.node.cores = r.host.cores;
+  if (r.comm_fit) {
+    const AlphaBetaFit& c = *r.comm_fit;
+    if (c.bytes_per_us > 0) t.node.intra_link.bw_gbps = c.gbps();
+    t.node.intra_link.lat_us = c.step_us;
+    t.node.intra_link.efficiency = 1.0;
+    t.collectives.launch_lat_us = c.launch_us;
     t.collectives.p2p_launch_lat_us.reset();
-    if (r.have_in_situ_comm() && (r.p2p_extra_own || r.p2p_sweep_only)) t.collectives.p2p_launch_lat_us = r.comm_fit.launch_us + r.p2p_in_situ_extra_us;
-    t.collectives.contended_lat_us =
-        r.have_in_situ_comm() && r.contended_extra_own ? std::max(0.0, r.contended_in_situ_extra_us - r.comm_in_situ_extra_us) : 0.0;
     t.collectives.step_lat_us = 0.0;
-    t.collectives.reduce_gbps = r.comm_fit.reduce_gbps() / slowdown;
+    t.collectives.reduce_gbps = c.reduce_gbps();
   }
-  if (!r.in_situ.dispatch_us.empty()) d.dispatch_us = r.dispatch_us;
-  if (!r.in_situ.handoff_us.empty()) d.stream_handoff_us = r.stream_handoff_us;
-  if (!r.in_situ.compute_handoff_us.empty()) d.compute_handoff_us = r.compute_handoff_us;
-  if (!r.in_situ.handoff_us.empty()) d.handoff_on_core_us = r.handoff_on_core_us;
-  if (r.compute_tail_samples > 0) d.compute_tail = r.compute_tail;
-  if (!r.in_situ.arrivals.empty()) {
-    t.collectives.sync_skew_us = r.sync_skew_us;
-    t.collectives.sync_drift = r.sync_drift();
-    t.collectives.spread_drift = r.spread_drift();
-  }
-  if (!r.in_situ.acks.empty()) t.collectives.p2p_ack_us = r.p2p_ack_us;
-  if (r.have_in_situ_comm() && r.call_tail_executions > 0) t.collectives.call_tail_us = r.call_tail_us;
   t.calibration = Calibration{};
+  t.calibration.schema_version = kCalibrationSchema;
   t.calibration.source = "paralab calibrate --backend " + r.backend + ", " + std::to_string(r.ranks) + " ranks on " +
                          r.host.hostname + " (" + r.host.cpu_model + "), " + r.started_utc + ", paralab " + r.paralab_version;
   for (const OpSamples& s : r.compute) {
     const double t_us = s.median_us();
     if (t_us <= 0) continue;
-    if (s.key.kind == OpKind::gemm)
-      t.calibration.gemm.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t_us});
-    else if (s.key.bytes > 0)
-      t.calibration.kernels.push_back({s.key.kind, s.key.bytes, t_us});
-  }
-  t.calibration.dispatch = r.dispatch_by_busy;
-  if (r.have_in_situ_comm())
-    for (const CalibrationResult::CallCost& k : r.call_costs) {
-      CallPoint p;
-      p.collective = std::get<0>(k.cls);
-      p.group = std::get<1>(k.cls);
-      p.phase = std::get<2>(k.cls);
-      p.launch_lat_us = r.comm_fit.launch_us + k.extra_us;
-      if (k.beside_extra_us) p.beside_lat_us = r.comm_fit.launch_us + *k.beside_extra_us;
-      p.executed_us = k.executed_us;
-      t.calibration.calls.push_back(p);
-    }
-  for (const auto& [name, steps] : r.in_situ.step_s) {
-    if (steps.s.empty()) continue;
-    const auto [lo, hi] = std::minmax_element(steps.s.begin(), steps.s.end());
-    t.calibration.executions.push_back(
-        {name, steps.digest, static_cast<int64_t>(steps.s.size()), steps.launches, quantile(steps.s, 0.5), *lo, *hi,
-         fast_half_step_s(steps.s)});
+    if (s.key.kind == OpKind::gemm) t.calibration.gemm.push_back({s.key.m, s.key.n, s.key.k, s.key.batch, s.key.math, t_us});
+    else if (s.key.bytes > 0) t.calibration.kernels.push_back({s.key.kind, s.key.bytes, t_us});
   }
   return t;
 }

@@ -1,5 +1,5 @@
 // paralab — replaying a rank's compute ops and timing communication, for calibration.
-#include "analysis/measure.hpp"
+#include "analysis/calibration/measure.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -40,16 +40,6 @@ OpKey op_key(const Op& op) {
     if (const AttentionAttrs* a = op.attention()) k.math = a->math;
   }
   return k;
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  const double w = pos - static_cast<double>(lo);
-  return v[lo] * (1 - w) + v[hi] * w;
 }
 
 double OpSamples::median_us() const { return quantile(us, 0.5); }

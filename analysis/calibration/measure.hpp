@@ -22,14 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "analysis/fit.hpp"
+#include "analysis/calibration/fit.hpp"
+#include "analysis/stats.hpp"
 #include "exec/backend.hpp"
 #include "exec/comm.hpp"
 #include "ir/step_ir.hpp"
 
 namespace paralab::calib {
 
-// What a calibration table keys a compute op by (sim/compute/calibration.hpp): GEMMs by
+// What a calibration table keys a compute op by (sim/compute/profile.hpp): GEMMs by
 // (m, n, k, batch, math), every other kind by the bytes it moves.
 struct OpKey {
   OpKind kind = OpKind::gemm;
@@ -41,8 +42,6 @@ struct OpKey {
 };
 OpKey op_key(const Op& op);
 
-// The q-quantile of `v` (0 <= q <= 1), interpolated linearly between neighbours; 0 when empty.
-double quantile(std::vector<double> v, double q);
 
 // Every measured time of one key, with the op's work for the fits.
 struct OpSamples {

@@ -1,5 +1,5 @@
 // paralab — prediction vs measurement, op by op.
-#include "analysis/compare.hpp"
+#include "analysis/validate/compare.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +50,8 @@ Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, 
   c.exposed_measured_s = M.breakdown.exposed_comm_s;
   c.bubble_predicted = P.bubble_fraction;
   c.bubble_measured = M.bubble_fraction;
+  c.host_predicted = P.step_time_s > 0 ? P.breakdown.host_s / P.step_time_s : 0;
+  c.host_measured = M.step_time_s > 0 ? M.breakdown.host_s / M.step_time_s : 0;
   c.peak_memory_predicted_gib = P.peak_memory_gib;
   c.peak_memory_measured_gib = M.peak_memory_gib;
   c.per_op = predicted.has_ops && measured.has_ops;
@@ -181,6 +183,8 @@ nlohmann::json to_json(const Comparison& c) {
   j["exposed_comm"] = exposed;
   j["bubble_fraction"] = {{"predicted", c.bubble_predicted}, {"measured", c.bubble_measured},
                           {"difference", c.bubble_predicted - c.bubble_measured}};
+  j["host_fraction"] = {{"predicted", c.host_predicted}, {"measured", c.host_measured},
+                        {"difference", c.host_predicted - c.host_measured}};
   j["peak_memory_gib"] = {{"predicted", c.peak_memory_predicted_gib}, {"measured", c.peak_memory_measured_gib}};
   return j;
 }
@@ -191,8 +195,11 @@ std::string to_table(const Comparison& c) {
   std::snprintf(buf, sizeof buf, "scenario    %s\nstep time   predicted %.6g s, measured %.6g s: error %+.2f%%\n",
                 c.scenario.c_str(), c.predicted_step_s, c.measured_step_s, c.step_time_error_pct);
   out += buf;
-  std::snprintf(buf, sizeof buf, "bubble      predicted %.2f%%, measured %.2f%%\nmemory      predicted %.3f GiB, measured %.3f GiB\n",
-                100 * c.bubble_predicted, 100 * c.bubble_measured, c.peak_memory_predicted_gib, c.peak_memory_measured_gib);
+  std::snprintf(buf, sizeof buf,
+                "bubble      predicted %.2f%%, measured %.2f%%\nhost        predicted %.2f%%, measured %.2f%%\n"
+                "memory      predicted %.3f GiB, measured %.3f GiB\n",
+                100 * c.bubble_predicted, 100 * c.bubble_measured, 100 * c.host_predicted, 100 * c.host_measured,
+                c.peak_memory_predicted_gib, c.peak_memory_measured_gib);
   out += buf;
   out += "exposed communication (s):";
   for (int k = 0; k < kCommClasses; ++k) {

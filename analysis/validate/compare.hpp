@@ -1,7 +1,7 @@
 // paralab — compares a predicted and a measured step (or any two results of one scenario):
 // joined op by op (a measured op on rank r joins the prediction of the same op id on r's
 // stage), errors by op class, the mean absolute percentage error over ops, the largest errors,
-// and the differences in step time, exposed communication and bubble.
+// and the differences in step time, exposed communication, bubble and host overhead.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/stats.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab {
@@ -44,6 +45,7 @@ struct Comparison {
   std::vector<OpError> ops;          // every joined op, in the measurement's order (reports)
   std::array<double, kCommClasses> exposed_predicted_s{}, exposed_measured_s{};
   double bubble_predicted = 0, bubble_measured = 0;  // fractions of the step
+  double host_predicted = 0, host_measured = 0;      // fractions of the step (Breakdown::host_s)
   double peak_memory_predicted_gib = 0, peak_memory_measured_gib = 0;
 };
 
@@ -51,16 +53,10 @@ struct Comparison {
 // when one lacks ops the other has (names the first missing op).
 Comparison compare(const LoadedResult& predicted, const LoadedResult& measured, size_t top_n = 10);
 
-// Ops shorter than this in both results are joined but not scored (timer resolution).
-constexpr double kMinScoredUs = 1.0;
-
-// An op's error as compare scores it, a fraction: |x - ref| / ref, or nothing when both are
-// shorter than kMinScoredUs or ref is not positive. The one scoring rule of every op MAPE
-// (compare, and validate's run-to-run figures in run_noise.hpp).
-inline std::optional<double> scored_ape(double x_us, double ref_us) {
-  if (std::max(x_us, ref_us) < kMinScoredUs || ref_us <= 0) return std::nullopt;
-  return std::abs(x_us - ref_us) / ref_us;
-}
+// Ops shorter than kMinScoredUs in both results are joined but not scored (analysis/stats.hpp's
+// scored_ape: the one scoring rule of every op MAPE).
+using calib::kMinScoredUs;
+using calib::scored_ape;
 
 nlohmann::json to_json(const Comparison& c);
 std::string to_table(const Comparison& c);

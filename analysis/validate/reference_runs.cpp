@@ -1,5 +1,5 @@
-// paralab — validate's reference executions, in blocks (reference_runs.hpp).
-#include "analysis/reference_runs.hpp"
+// paralab — validate's reference executions (reference_runs.hpp).
+#include "analysis/validate/reference_runs.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -22,19 +22,13 @@ std::filesystem::path ReferenceRuns::trace(int run) const {
   return opts_.work_dir / ("measured-" + std::to_string(run) + ".json");
 }
 
-void ReferenceRuns::run_block(int k, int blocks) {
-  if (blocks < 1 || k < 0 || k >= blocks) throw std::invalid_argument("ReferenceRuns::run_block: block out of range");
-  // The share of the whole that this block completes, as a count rounded to the nearest.
-  const auto share = [&](int whole) { return (whole * (k + 1) + blocks / 2) / blocks; };
+void ReferenceRuns::run() {
   if (opts_.runs > 0) {
-    while (launches() < share(opts_.runs)) launch_one();
+    while (launches() < opts_.runs) launch_one();
     return;
   }
-  const double until_s = kBudgetS * (k + 1) / blocks;
-  const int least = (kMinRuns * (k + 1) + blocks - 1) / blocks;  // rounded up: the minimum holds
-  const int most = std::max(least, share(kMaxRuns));
-  while (launches() < most) {
-    if (launches() >= least && spent_s_ + spent_s_ / launches() > until_s) break;
+  while (launches() < kMaxRuns) {
+    if (launches() >= kMinRuns && spent_s_ + spent_s_ / launches() > kBudgetS) break;
     launch_one();
   }
 }

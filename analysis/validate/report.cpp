@@ -1,5 +1,5 @@
 // paralab — the self-contained HTML report (report.hpp).
-#include "analysis/report.hpp"
+#include "analysis/validate/report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -87,7 +87,6 @@ nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& nam
     lane_list.push_back("rank " + std::to_string(key.first) + " " + key.second.second);
   }
   double t0 = 1e300, t1 = 0;
-  int64_t stalls = 0;
   nlohmann::json ops = nlohmann::json::array();
   for (size_t i = 0; i < r.result.ops.size(); ++i) {
     const OpTiming& t = r.result.ops[i];
@@ -97,16 +96,10 @@ nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& nam
     t1 = std::max(t1, t.end_us);
     nlohmann::json o = {lane, std::round(t.start_us * 100) / 100, std::round((t.end_us - t.start_us) * 100) / 100,
                         fam(report_family(m)), names(m.name.empty() ? "op " + std::to_string(t.op) : m.name)};
-    // [lane, start, duration, family, name(, stall)]: a predicted stall after the op (the host's
-    // preemptions, OpTiming::stall_us) is drawn pale after it, where a measured op holds them.
-    if (t.stall_us > 0) {
-      o.push_back(std::round(t.stall_us * 100) / 100);
-      ++stalls;
-    }
-    ops.push_back(std::move(o));
+    ops.push_back(std::move(o));  // [lane, start, duration, family, name]
   }
   if (r.result.ops.empty()) t0 = t1 = 0;
-  return {{"lanes", lane_list}, {"ops", ops}, {"stalls", stalls}, {"t0", t0}, {"t1", t1}, {"step_s", r.result.step_time_s}};
+  return {{"lanes", lane_list}, {"ops", ops}, {"t0", t0}, {"t1", t1}, {"step_s", r.result.step_time_s}};
 }
 
 const char* kStyle = R"CSS(
@@ -182,23 +175,15 @@ const char* kScript = R"JS(
     R.lanes.forEach((name, i) => {
       el('text', { x: left - 6, y: top + i * (laneH + gap) + laneH - 2, 'text-anchor': 'end' }, svg).textContent = name;
     });
-    let drawn = 0, stalls = 0;
+    let drawn = 0;
     for (const o of R.ops) {
       const y = top + o[0] * (laneH + gap);
       const r = el('rect', { x: x(o[1]), y: y, width: Math.max(0.5, plotW * o[2] / span), height: laneH, fill: color(o[3]) }, svg);
       el('title', {}, r).textContent = D.names[o[4]] + ' \u2014 ' + fmt(o[2]);
       drawn++;
-      if (o.length > 5 && o[5] > 0) {
-        const s = el('rect', { x: x(o[1] + o[2]), y: y, width: Math.max(0.5, plotW * o[5] / span), height: laneH,
-                               fill: color(o[3]), 'fill-opacity': 0.35, 'data-stall': '1' }, svg);
-        el('title', {}, s).textContent = 'stall after ' + D.names[o[4]] + ' (host preemptions) \u2014 ' + fmt(o[5]);
-        stalls++;
-      }
     }
     host.setAttribute('data-drawn', String(drawn));
     host.setAttribute('data-expected', String(R.ops.length));
-    host.setAttribute('data-stalls', String(stalls));
-    host.setAttribute('data-stalls-expected', String(R.stalls || 0));
   }
 
   // Predicted against measured duration per op, log-log.
@@ -293,9 +278,7 @@ std::string html_report(const LoadedResult& predicted, const LoadedResult& measu
   h += buf;
   h += "</div>\n";
   h += "<h2>Timelines</h2>\n<div class=\"sub\">One time scale for both; a lane per rank and stream (the simulator runs one "
-       "representative rank per pipeline stage). Hover a bar for the op and its duration. A pale bar after a "
-       "predicted op is its stall: the host's preemptions beyond the op's median time, which a measured op holds "
-       "inside its bar.</div>\n";
+       "representative rank per pipeline stage). Hover a bar for the op and its duration.</div>\n";
   h += "<div class=\"legend\" id=\"legend-timelines\"></div>\n<div class=\"pair\">\n";
   std::snprintf(buf, sizeof buf, "<div><b>Predicted</b> <span class=\"sub\">%.4g s</span><div class=\"chart\" id=\"timeline-predicted\"></div></div>\n",
                 c.predicted_step_s);

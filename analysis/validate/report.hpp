@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "analysis/compare.hpp"
+#include "analysis/validate/compare.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab {

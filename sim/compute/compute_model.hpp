@@ -5,7 +5,7 @@
 // Each op family (GEMMs, fused attention, memory-bound kernels, optimizer) is a cost function
 // in its own file, registered in compute_registry.cpp; a new family is a file and a row, not a
 // growing switch. Measurements from `paralab calibrate` (Topology::calibration) override the
-// model per op shape (calibration.hpp). Equations and sources: docs/simulator.md, "Compute".
+// model per op shape (profile.hpp). Equations and sources: docs/simulator.md, "Compute".
 #pragma once
 
 #include <array>
@@ -15,7 +15,7 @@
 
 #include "ir/step_graph.hpp"
 #include "ir/topology.hpp"
-#include "sim/compute/calibration.hpp"
+#include "sim/compute/profile.hpp"
 
 namespace paralab::sim {
 
@@ -35,7 +35,7 @@ class ComputeModel {
  public:
   explicit ComputeModel(const Topology& topo);
 
-  // The op's duration: a calibration point's (exact or scaled, see calibration.hpp) when the
+  // The op's duration: a calibration point's (exact or scaled, see profile.hpp) when the
   // topology has one for this op, else the analytic model's. 0 for communication ops.
   [[nodiscard]] double duration_us(const Op& op) const;
   // The analytic model alone (no calibration).
@@ -49,7 +49,7 @@ class ComputeModel {
 
  private:
   DeviceSpec dev_;
-  CalibrationTable cal_;
+  ProfileTable cal_;
   std::array<const CostFamily*, static_cast<size_t>(OpKind::kCount)> by_kind_{};
 };
 

@@ -1,6 +1,6 @@
-// paralab — calibration lookups: exact points, interpolation and model-ratio scaling
-// (rules in calibration.hpp and docs/simulator.md, "Calibration").
-#include "sim/compute/calibration.hpp"
+// paralab — measured op-time lookups: exact points, interpolation and model-ratio scaling
+// (rules in profile.hpp and docs/simulator.md, "Measured op times").
+#include "sim/compute/profile.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 namespace paralab::sim {
 
-CalibrationTable::CalibrationTable(const Calibration& cal, const DeviceSpec& dev) : dev_(dev), gemm_(cal.gemm) {
+ProfileTable::ProfileTable(const Calibration& cal, const DeviceSpec& dev) : dev_(dev), gemm_(cal.gemm) {
   for (const KernelPoint& p : cal.kernels) {
     if (p.time_us <= 0) continue;
     kernels_[static_cast<size_t>(p.kind)].push_back(p);
@@ -21,11 +21,11 @@ CalibrationTable::CalibrationTable(const Calibration& cal, const DeviceSpec& dev
   std::erase_if(gemm_, [](const GemmPoint& p) { return p.time_us <= 0 || p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0; });
 }
 
-double CalibrationTable::gemm_shape_model_us(const GemmAttrs& g) const { return gemm_shape_us(g, -1.0, dev_); }
+double ProfileTable::gemm_shape_model_us(const GemmAttrs& g) const { return gemm_shape_us(g, -1.0, dev_); }
 
-double CalibrationTable::kernel_bytes_model_us(double bytes) const { return streaming_us(bytes, 0.0, dev_); }
+double ProfileTable::kernel_bytes_model_us(double bytes) const { return streaming_us(bytes, 0.0, dev_); }
 
-std::optional<double> CalibrationTable::gemm_us(const GemmAttrs& g) const {
+std::optional<double> ProfileTable::gemm_us(const GemmAttrs& g) const {
   const GemmPoint* nearest = nullptr;
   double best = std::numeric_limits<double>::infinity();
   auto lr = [](int64_t a, int64_t b) {
@@ -49,7 +49,7 @@ std::optional<double> CalibrationTable::gemm_us(const GemmAttrs& g) const {
   return nearest->time_us * gemm_shape_model_us(g) / gemm_shape_model_us(at);
 }
 
-std::optional<double> CalibrationTable::kernel_us(OpKind kind, double bytes) const {
+std::optional<double> ProfileTable::kernel_us(OpKind kind, double bytes) const {
   const auto& pts = kernels_[static_cast<size_t>(kind)];
   if (pts.empty()) return std::nullopt;
   // First point with bytes >= the op's.

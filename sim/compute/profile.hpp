@@ -1,5 +1,5 @@
-// paralab — calibration tables (written by `paralab calibrate`, Topology::calibration) as the
-// compute model consults them.
+// paralab — the measured op times of a calibration (Topology::calibration's GEMM and kernel
+// points, written by `paralab calibrate`) as the compute model consults them.
 //
 // GEMM points are keyed by (m, n, k, batch, math). An op whose shape is in the table takes the
 // measured time. Otherwise the nearest point of the same math mode (distance: sum of |log
@@ -24,10 +24,10 @@
 
 namespace paralab::sim {
 
-class CalibrationTable {
+class ProfileTable {
  public:
-  CalibrationTable() = default;
-  CalibrationTable(const Calibration& cal, const DeviceSpec& dev);
+  ProfileTable() = default;
+  ProfileTable(const Calibration& cal, const DeviceSpec& dev);
 
   // Measured (or scaled) time of a GEMM of this shape; nullopt without points for its math.
   [[nodiscard]] std::optional<double> gemm_us(const GemmAttrs& g) const;

@@ -18,13 +18,12 @@ CoreShare::CoreShare(const StepIR& ir) {
   // A rank is node * devices_per_node + local device (ir/layout.hpp).
   const int64_t dpn = std::max<int64_t>(1, L.devices_per_node());
   const int64_t most = std::min(dpn, L.world());
-  // mpirun binds each rank to its own cores only when they fit (mpirun(1), "Mapping, Ranking,
-  // and Binding": an oversubscribed job is not bound); otherwise the node's cores are shared.
+  // Ranks that need more cores than the node has share them (mpirun(1), "Mapping, Ranking,
+  // and Binding": an oversubscribed job is not bound).
   if (topo.node.cores > 0 && most * sms_ > topo.node.cores) {
     mode_ = Mode::node_cores;
     cores_ = topo.node.cores;
     nodes_ = (L.world() + dpn - 1) / dpn;
-    spin_us_ = c.poll_spin_us;
     const auto stages = static_cast<size_t>(L.pp());
     node_of_stage_.resize(stages);
     ranks_on_node_.assign(stages, 0);
@@ -36,16 +35,13 @@ CoreShare::CoreShare(const StepIR& ir) {
     return;
   }
   mode_ = comm_holds ? Mode::rank_cores : Mode::none;
-  if (mode_ == Mode::rank_cores) spin_us_ = c.poll_spin_us;
 }
 
-// rank_cores: a busy communication thread, woken from sleep, takes a core from the rank's
-// compute thread and keeps it for its call (a woken thread preempts one that kept running,
-// and the call ends within the scheduler's slice: Engine::hold_from_wake), so compute keeps
-// the cores the communication threads leave, (cores - held) / cores of them, none when they
-// hold them all. Until the twenty-eighth session this was the fair share cores / (cores +
-// held) ("ideal, precise multi-tasking CPU", Documentation/scheduler/sched-design-CFS.rst); the
-// executor's traces showed compute stopped, not slowed (docs/simulator.md).
+// rank_cores: a communication thread moving data takes a core from the rank's compute thread
+// for its call (a woken thread preempts the running one, and a call of microseconds ends
+// within the scheduler's slice: Linux EEVDF, Documentation/scheduler/sched-eevdf.rst), so
+// compute keeps the cores the communication threads leave, (cores - held) / cores of them,
+// none when they hold them all.
 double CoreShare::rate(int64_t held) const {
   held = std::max<int64_t>(0, held);
   switch (mode_) {

@@ -4,13 +4,12 @@
 // Three regimes, chosen once from the topology and the layout:
 //   - sms (GPU): communication kernels hold SMs; compute runs on the rest at
 //     rate = max(1, SMs - held) / SMs.
-//   - rank_cores (CPU host, every rank bound to its own sm_count cores): a communication
-//     thread, from its wake-up to just after its call, takes a core from the compute thread,
+//   - rank_cores (CPU host, every rank with its own sm_count cores): a communication thread,
+//     while its call moves data, takes a core from the compute thread,
 //     rate = max(0, cores - busy communication threads) / cores (0: compute waits).
-//   - node_cores (CPU host whose ranks outnumber NodeSpec::cores: mpirun does not bind an
-//     oversubscribed job): the node's cores are a pool (sim/engine/core_pool.hpp) that compute
-//     ops and spinning communication threads of every rank on the node take turns on. No
-//     rate: an op runs at full speed once it has a core.
+//   - node_cores (CPU host whose ranks outnumber NodeSpec::cores): the node's cores are a pool
+//     (sim/engine/core_pool.hpp) that the compute ops of every rank on the node take turns on.
+//     No rate: an op runs at full speed once it has a core.
 #pragma once
 
 #include <algorithm>
@@ -43,20 +42,15 @@ class CoreShare {
   // turns its ranks take on them (ranks / those cores: 1 unless they outnumber the cores).
   [[nodiscard]] int64_t claim_cores(uint32_t s) const { return std::min(ranks_on_node_[s], cores_); }
   [[nodiscard]] double turns(uint32_t s) const { return turns_of(ranks_on_node_[s], cores_); }
-  // The turns `ranks` of one stage take on a node's `cores` shared cores: ranks / min(ranks,
-  // cores). Calibration nets the executed gaps of the wait this adds (analysis/in_situ.hpp).
+  // The turns `ranks` of one stage take on a node's `cores` shared cores: ranks / min(ranks, cores).
   [[nodiscard]] static double turns_of(int64_t ranks, int64_t cores) {
     return ranks > 0 && cores > 0 ? static_cast<double>(ranks) / static_cast<double>(std::min(ranks, cores)) : 1.0;
   }
-  // How long a posted communication call's thread busy-polls (CollectiveSpec::poll_spin_us;
-  // node_cores and rank_cores: 0 otherwise).
-  [[nodiscard]] double spin_us() const { return spin_us_; }
 
  private:
   Mode mode_ = Mode::none;
   int64_t sms_ = 1;  // DeviceSpec::sm_count (SMs or cores per rank)
   int64_t cores_ = 0, nodes_ = 0;
-  double spin_us_ = 0;
   std::vector<int64_t> node_of_stage_, ranks_on_node_;
 };
 

@@ -13,13 +13,15 @@
 // rate (SMs - held) / SMs of the compute model's speed. Each running compute op keeps the work
 // it has left (in microseconds at full speed); when the held SMs change, its completion is
 // rescheduled and the superseded heap event is skipped (its sequence number is no longer the
-// op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores a busy
-// communication thread takes a core instead: rate = max(0, cores - busy threads) / cores, and
-// at 0 compute waits for its core (core_share.hpp, engine_cores.cpp). With more ranks than the
-// node has cores, the node's cores are a pool
-// (core_pool.hpp): a compute op waits for a core, then runs at full speed; a posted call's
-// thread holds a core while it busy-polls (CollectiveSpec::poll_spin_us). Without SMs or
-// shared cores configured, compute durations are fixed.
+// op's). On a CPU host (DeviceKind::cpu) whose ranks each own their cores a communication
+// thread moving data takes a core instead: rate = max(0, cores - busy threads) / cores, and at
+// 0 compute waits for its core (core_share.hpp, engine_cores.cpp). With more ranks than the
+// node has cores, the node's cores are a pool (core_pool.hpp): a compute op waits for a core,
+// then runs at full speed. Without SMs or shared cores configured, compute durations are fixed.
+//
+// Measured corrections (overhead.hpp) are resolved per op when a stage is set up: a compute
+// op's duration and a call's time are corrected, and an op released by its stream predecessor
+// (a dependency on another stream) starts its dispatch (hand-off) gap later.
 #include "sim/engine/engine.hpp"
 
 #include <algorithm>
@@ -42,28 +44,6 @@ double RankMemory::resident_total() const {
 
 namespace detail {
 
-namespace {
-
-// Calibration::dispatch as a dense table, index n - 1 for n computing ranks (1 .. the most of
-// `world` and the points' counts): the point nearest n, the lower on a tie; empty without points.
-std::vector<double> dense_dispatch_us(const std::vector<DispatchPoint>& pts, int64_t world) {
-  if (pts.empty()) return {};
-  int64_t most = world;
-  for (const DispatchPoint& q : pts) most = std::max(most, q.busy_ranks);
-  std::vector<double> out(static_cast<size_t>(most));
-  for (int64_t n = 1; n <= most; ++n) {
-    const DispatchPoint* best = &pts.front();
-    for (const DispatchPoint& q : pts) {
-      const int64_t d = std::llabs(q.busy_ranks - n), b = std::llabs(best->busy_ranks - n);
-      if (d < b || (d == b && q.busy_ranks < best->busy_ranks)) best = &q;
-    }
-    out[static_cast<size_t>(n - 1)] = best->dispatch_us;
-  }
-  return out;
-}
-
-}  // namespace
-
 void Engine::init_stage(StageState& st, int64_t stage) {
   const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
   st.g = &g;
@@ -71,6 +51,9 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   st.rank = ir_.layout.representative(stage);
   const size_t n = g.ops.size();
   st.dur = compute_.durations(g);
+  st.over = stage_overheads(ir_, g, st.rank);
+  for (size_t i = 0; i < st.over.size(); ++i)
+    if (!is_comm(g.ops[i].kind)) st.dur[i] = std::max(0.0, st.over[i].time.apply(st.dur[i]));
   st.waiting.assign(n, 0);
   st.dep_begin.assign(n + 1, 0);
   // Stream predecessors count as dependencies (CUDA stream order).
@@ -99,19 +82,10 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   }
   st.start.assign(n, 0.0);
   st.end.assign(n, 0.0);
-  st.stall.assign(n, 0.0);
+  st.posted.assign(n, 0.0);
   st.done.assign(n, 0);
   st.buffer_bytes.resize(g.buffers.size());
-  if (pool_) {
-    st.core.assign(n, StageState::Core::none);
-    st.spin_until.assign(n, 0.0);
-    st.held_since.assign(n, 0.0);
-  }
-  if (wake_) {
-    st.posted.assign(n, 0.0);
-    st.early_asleep.assign(n, 0);
-  }
-  if (contend_) st.contended.assign(n, 0);
+  if (pool_) st.core.assign(n, StageState::Core::none);
   if (slow_) {
     st.holds.assign(n, 0);
     st.ev_seq.assign(n, 0);
@@ -141,7 +115,7 @@ void Engine::make_ready(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
   st.start[id] = now_;
-  if (!is_comm(op.kind)) ++st.computing_ops;
+  st.posted[id] = now_;
   if (check_ && ++st.starts_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " started twice");
   // Memory: allocations happen when the op starts (a transfer: when it is posted).
@@ -163,22 +137,8 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
-  // The spin window counts from the representative's own post. It arrives last at a call
-  // within the stage, as the executed call's last member, whose wait calibrate counts as 0:
-  // the mean skew (sync_skew_us) is heavy-tailed (quickstart: mean 1,551 us, median 0.05 us),
-  // and counting the window from it put every call to sleep (bench/results/validate_cpu.md,
-  // "seventh session").
-  if (wake_ && is_comm(op.kind)) st.posted[id] = now_;
-  if (contend_ && is_comm(op.kind)) post_on_node(s, id);
-  if (pool_ && share_->spin_us() > 0 && is_comm(op.kind)) claim_core(s, id);
   if (is_comm(op.kind)) start_comm(s, id);
-  else {
-    set_computing(s, true);
-    start_compute(s, id);
-  }
-  // A rank's own core: a poller past its spin window sleeps and leaves it to compute.
-  if (rank_cores_ && share_->spin_us() > 0 && is_comm(op.kind) && st.holds[id] && !st.done[id])
-    heap_.push(Event{now_ + share_->spin_us(), seq_++, s, id, EventKind::core_back});
+  else start_compute(s, id);
 }
 
 void Engine::finish(uint32_t s, OpId id) {
@@ -187,16 +147,10 @@ void Engine::finish(uint32_t s, OpId id) {
   st.end[id] = now_;
   st.done[id] = 1;
   if (slow_) {
-    if (st.holds[id]) end_hold(s, id);
+    if (st.holds[id]) release_sms(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
-  if (pool_) leave_core(s, id);
-  if (contend_ && is_comm(op.kind)) end_on_node(s, id);
-  if (!is_comm(op.kind)) {
-    set_computing(s, false);  // until its stream successor is released now
-    --st.computing_ops;
-    st.computed_until = now_;
-  }
+  if (pool_) release_core(s, id);
   if (check_ && ++st.finishes_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
@@ -206,64 +160,24 @@ void Engine::finish(uint32_t s, OpId id) {
     st.live_total -= bytes;
   }
   ++st.finished;
-  // A call whose end releases a compute op: the stage's ranks resume compute together now
-  // (synced_at). Set before any dependent is released, so that a collective released at the
-  // same instant (the call's stream successor, which comes first in `dependents`) counts its
-  // drift from here, as the in-situ calibration measures it (analysis/in_situ.cpp): without
-  // this, quickstart's backward all-gathers posted right after a call counted 65 ms of drift
-  // and slept (predicted 286 us, measured 149 us; bench/results/validate_cpu.md, twenty-third
-  // session).
-  if (is_comm(op.kind))
-    for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
-      const OpId d = st.dependents[e];
-      if (st.waiting[d] == 1 && st.g->ops[d].stream == Stream::compute) st.synced_at = now_;
-    }
   for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
     const OpId d = st.dependents[e];
     if (--st.waiting[d] == 0) release(s, d, id);
   }
 }
 
-// Host-side dispatch (docs/simulator.md, "Dispatch and hand-offs"): the executor's worker for
-// the op's stream starts it dispatch_us after its stream predecessor ended when that was the
-// last thing it waited for, or a hand-off after a dependency on another stream ended (that
-// worker is woken): compute_handoff_us for the compute worker, stream_handoff_us for a
-// communication worker. All 0 (GPUs): the op starts now, as CUDA streams do. After a
-// compute op on the same stream it also waits compute_tail x that op's time: the time a shared
-// host's preemptions took from it on average beyond its median (DeviceSpec::compute_tail).
-// A collective or ring shift within the stage (tp, cp, dp) over more than one rank also waits
-// for its last member (arrival_skew_us; the members of a stage are identical here, on a shared
-// host they are not). Collectives joining stages already wait for the stages.
+// An op whose last constraint was its stream predecessor starts its dispatch gap later, one
+// released by a dependency on another stream its hand-off gap later (the host's bookkeeping
+// between ops and the wake-up of the waiting stream's worker; rows of the correction table,
+// overhead.hpp). Without corrections it starts now, as CUDA streams do.
 void Engine::release(uint32_t s, OpId id, OpId after) {
   StageState& st = stages_[s];
-  const StepGraph& g = *st.g;
-  const Op& op = g.ops[id];
-  const Op& last = g.ops[after];
-  const bool same = op.stream == last.stream;
-  const double tail = same && tail_ > 0 && !is_comm(last.kind) ? tail_ * st.dur[after] : 0.0;
-  // A rank's own cores: a woken communication worker holds one from its wake-up (through its
-  // post and call), and its hand-off is then the on-core part only: the rest of the mean is
-  // the worker waiting for a core compute keeps (hold_from_wake, engine_cores.cpp).
-  bool wake_holds = false;
-  if (on_core_us_ > 0 && is_comm(op.kind)) wake_holds = hold_from_wake(s, id);  // 0 unless rank_cores_
-  const double handoff = op.stream == Stream::compute ? compute_handoff_us_ : wake_holds ? on_core_us_ : handoff_us_;
-  // The hold spans the wait for the call's last member too (its thread spins). Releasing the
-  // core for it was measured worse (bench/results/validate_cpu.md, twenty-eighth session).
-  // Where the node's cores are shared, the dispatch gap is the turn's round among the ranks
-  // computing now, this one included (Calibration::dispatch).
-  double dispatch = dispatch_us_;
-  if (same && op.stream == Stream::compute && !busy_dispatch_us_.empty()) {
-    set_computing(s, true);
-    dispatch = pool_dispatch_us(s);
+  if (st.over.empty()) {
+    make_ready(s, id);
+    return;
   }
-  // After a call, its tail (CollectiveSpec::call_tail_us): the calls' mean beyond the typical
-  // call the op's own time is. Only a call that took time (one that moved nothing, over one
-  // rank or no bytes, ends at once and is no call in situ either).
-  const double call_tail = is_comm(last.kind) && st.end[after] > st.start[after] ? coll_.call_tail_us : 0.0;
-  // The stall is the finished op's busy time in the breakdown (OpTiming::stall_us); it lies
-  // inside this delay, so it never overlaps the op it released.
-  if (tail + call_tail > st.stall[after]) st.stall[after] = tail + call_tail;
-  const double delay = (same ? dispatch : handoff) + tail + call_tail + arrival_skew_us(s, id);
+  const bool same = st.g->ops[id].stream == st.g->ops[after].stream;
+  const double delay = same ? st.over[id].dispatch_us : st.over[id].handoff_us;
   if (delay > 0) heap_.push(Event{now_ + delay, seq_++, s, id, EventKind::start});
   else make_ready(s, id);
 }
@@ -318,38 +232,8 @@ EngineOutput Engine::run() {
   coll_ = topo.collectives;
   share_.emplace(ir_);
   slow_ = share_->mode() == CoreShare::Mode::sms || share_->mode() == CoreShare::Mode::rank_cores;
-  rank_cores_ = share_->mode() == CoreShare::Mode::rank_cores;
-  if (share_->mode() == CoreShare::Mode::node_cores) {
-    pool_.emplace(share_->nodes(), share_->cores());
-    busy_dispatch_us_ = dense_dispatch_us(topo.calibration.dispatch, ir_.layout.world());
-    if (!busy_dispatch_us_.empty()) node_busy_.assign(static_cast<size_t>(share_->nodes()), 0);
-    yield_us_ = coll_.poll_yield_us;
-    yield_ = yield_us_ < share_->spin_us();
-    pollers_.assign(static_cast<size_t>(share_->nodes()), {});
-  }
-  wake_ = coll_.wake_us > 0 && coll_.poll_spin_us > 0;
-  contend_ = coll_.contended_lat_us > 0 && coll_.poll_spin_us > 0;
-  if (contend_) {
-    int64_t nodes = 0;
-    for (int64_t s = 0; s < p; ++s) {
-      stage_node_.push_back(ir_.layout.node_of(ir_.layout.representative(s)));
-      nodes = std::max(nodes, stage_node_.back() + 1);
-    }
-    posted_on_node_.assign(static_cast<size_t>(nodes), {});
-  }
-  if (!topo.calibration.calls.empty()) {
-    call_lat_us_.assign(kCollKinds * static_cast<size_t>(GroupKind::kCount) * kPhases, std::nan(""));
-    call_beside_us_.assign(call_lat_us_.size(), std::nan(""));
-    for (const CallPoint& c : topo.calibration.calls) {
-      call_lat_us_[call_index(c.collective, c.group, c.phase)] = c.launch_lat_us;
-      if (c.beside_lat_us > 0) call_beside_us_[call_index(c.collective, c.group, c.phase)] = c.beside_lat_us;
-    }
-  }
-  dispatch_us_ = topo.device.dispatch_us;
-  handoff_us_ = topo.device.stream_handoff_us;
-  compute_handoff_us_ = topo.device.compute_handoff_us;
-  on_core_us_ = rank_cores_ ? topo.device.handoff_on_core_us : 0.0;
-  tail_ = topo.device.compute_tail;
+  if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
+  corrected_ = !topo.calibration.corrections.empty();
   size_t total_ops = 0;
   for (int64_t s = 0; s < p; ++s) {
     init_stage(stages_[static_cast<size_t>(s)], s);
@@ -383,14 +267,10 @@ EngineOutput Engine::run() {
     const Event e = heap_.top();
     heap_.pop();
     if (e.kind == EventKind::finish && slow_ && stale(e)) continue;  // superseded by a rescheduled completion
-    if (e.kind == EventKind::spin_end && stages_[e.stage].core[e.op] != StageState::Core::held) continue;  // its call ended first
-    if (e.kind == EventKind::core_back && !stages_[e.stage].holds[e.op]) continue;  // given back already
-    if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : e.kind == EventKind::finish ? "compute" : "spin");
+    if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : "compute");
     now_ = e.t;
     ++events_;
     if (e.kind == EventKind::start) make_ready(e.stage, e.op);
-    else if (e.kind == EventKind::spin_end) release_core(e.stage, e.op);
-    else if (e.kind == EventKind::core_back) release_sms(e.stage, e.op);
     else finish(e.stage, e.op);
   }
   for (const StageState& st : stages_)
@@ -405,7 +285,7 @@ EngineOutput Engine::run() {
   for (const StageState& st : stages_) {
     for (OpId id = 0; id < st.g->ops.size(); ++id) {
       out.end_us = std::max(out.end_us, st.end[id]);
-      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id], st.stall[id]});
+      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id], st.posted[id]});
     }
     out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{}});
     out.memory.push_back(st.mem);

@@ -4,12 +4,12 @@
 // StepGraph; every other rank of the stage runs the same graph at the same times (their
 // collectives are the network model's symmetric copies). Per rank, streams have CUDA
 // semantics: an op starts when it is at the head of its stream (its predecessor on the stream
-// has finished) and every op in `deps` has finished; on a CPU host the executor's worker
-// threads add DeviceSpec::dispatch_us after a same-stream predecessor or a hand-off
-// (compute_handoff_us to the compute stream, stream_handoff_us to a communication stream)
-// after a dependency on another stream, whichever ended last. Compute ops take the compute model's
+// has finished) and every op in `deps` has finished, plus a measured dispatch gap after a
+// same-stream predecessor or hand-off gap after a dependency on another stream, whichever ended
+// last (overhead.hpp; none without a correction table). Compute ops take the compute model's
 // duration (slowed beside communication, or waiting for a core of a CPU node whose ranks
-// outnumber its cores: core_share.hpp); communication ops are calls on the NetworkModel:
+// outnumber its cores: core_share.hpp), corrected where the table says; communication ops are
+// calls on the NetworkModel, their time corrected likewise:
 //   - collectives over tp / cp / dp groups lie within one stage and start at once;
 //   - send / recv (pp) start when both the send and the matching recv (same tag, on the peer
 //     stage) are ready, and both finish when the transfer does;

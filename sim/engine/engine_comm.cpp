@@ -1,8 +1,7 @@
 // paralab — the engine's communication (semantics in engine.hpp, docs/simulator.md "Engine"):
 // a communication op becomes network calls (a collective within its stage, one joining stages,
 // a transfer matched by tag, a ring shift), joined back when the NetworkModel reports them
-// done; on a CPU host the wait for a call's last member (the arrival skew) and a sleeping
-// poller's wake-up (wake_us) are added here.
+// done, and a call's measured correction (overhead.hpp) applied when the network reports its end.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -45,8 +44,7 @@ void Engine::start_comm(uint32_t s, OpId id) {
   }
 }
 
-// The network call of collective op `op` over `m` (the engine's one reusable request), with
-// its class's calibrated fixed cost where the topology has one.
+// The network call of collective op `op` over `m` (the engine's one reusable request).
 void Engine::collective_request(const Op& op, const std::vector<int64_t>& m) {
   const CollectiveAttrs& c = *op.collective();
   req_.kind = to_sim(c.kind);
@@ -55,14 +53,6 @@ void Engine::collective_request(const Op& op, const std::vector<int64_t>& m) {
   req_.members.assign(m.begin(), m.end());
   req_.bytes = c.bytes;
   req_.symmetric_copies = true;
-  req_.launch_lat_us = call_launch_us(op);
-}
-
-std::optional<double> Engine::call_launch_us(const Op& op) const {
-  if (call_lat_us_.empty() || !op.collective()) return std::nullopt;
-  const double us = call_lat_us_[call_index(op.collective()->kind, op.collective()->group, op.phase)];
-  if (std::isnan(us)) return std::nullopt;
-  return us;
 }
 
 void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
@@ -77,7 +67,6 @@ void Engine::start_collective(uint32_t s, OpId id, const CollectiveAttrs& c) {
   add_part(j, s, id);
   bind(net_.start(req_, now_), j);
   if (slow_) hold_sms(s, id, collective_sms(s, c.group, m));
-  if (contend_) st.contended[id] = contended_now(s, c.group);
 }
 
 void Engine::start_cross_stage(uint32_t s, OpId id, const CollectiveAttrs& c) {
@@ -196,28 +185,6 @@ void Engine::start_ring(uint32_t s, OpId id, const P2PAttrs& p) {
   if (slow_) hold_sms(s, id, coll_.p2p_sms);
 }
 
-// The wait for a collective's or ring shift's last member within the stage, over more than one
-// rank (0 for other ops): CollectiveSpec::sync_skew_us plus sync_drift x the time since the
-// stage's compute stream last waited for a call (the ranks' compute drifts apart from there;
-// bench/results/validate_cpu.md, "eighth session"). The members' arrivals spread over
-// spread_drift x that time (default twice the mean wait: two members, the first waits the whole
-// spread); a spread beyond poll_spin_us puts the earliest member's poller to sleep, and the
-// call ends wake_us later (wake_delay_us). Only the time since decides that: the constant part
-// is a heavy-tailed mean (quickstart: mean 1,551 us, median 0.05 us) that put every call to
-// sleep (seventh session).
-double Engine::arrival_skew_us(uint32_t s, OpId id) {
-  StageState& st = stages_[s];
-  const Op& op = st.g->ops[id];
-  if (op.kind != OpKind::collective && op.kind != OpKind::sendrecv) return 0.0;
-  if (coll_.sync_skew_us <= 0 && coll_.sync_drift <= 0 && coll_.spread_drift <= 0) return 0.0;
-  const GroupKind gk = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
-  if (!within_stage(gk) || members(st, gk).size() < 2) return 0.0;
-  const double since_us = now_ - st.synced_at;
-  const double spread_per_us = coll_.spread_drift > 0 ? coll_.spread_drift : 2.0 * coll_.sync_drift;
-  if (wake_) st.early_asleep[id] = spread_per_us * since_us > coll_.poll_spin_us;
-  return coll_.sync_skew_us + coll_.sync_drift * since_us;
-}
-
 void Engine::on_call_done(uint64_t handle) {
   if (handle >= handle_join_.size() || handle_join_[handle] == kNone)
     throw InternalError("engine: the network reported an unknown call " + std::to_string(handle));
@@ -225,107 +192,15 @@ void Engine::on_call_done(uint64_t handle) {
   handle_join_[handle] = kNone;
   if (--joins_[j].remaining > 0) return;
   const Join jn = joins_[j];
-  // A transfer's receive: how much later than now its thread sees the data (a send's
-  // acknowledgement follows that).
-  double recv_wake_us = 0;
-  for (uint32_t i = 0; wake_ && i < jn.count; ++i) {
-    const auto [ps, pop] = parts_[jn.first + i];
-    if (stages_[ps].g->ops[pop].kind == OpKind::recv) recv_wake_us = wake_delay_us(ps, pop);
-  }
+  // A call's measured correction: it ends at start + fixed_us + factor x its modeled time (the
+  // network's), never before the network has moved its bytes.
   for (uint32_t i = 0; i < jn.count; ++i) {
     const auto [ps, pop] = parts_[jn.first + i];
-    // A send ends when its sender sees the receiver's acknowledgement (CollectiveSpec::
-    // p2p_ack_us), after the receiver saw the data, and a sleeping sender's poller later still
-    // (wake_us); other ops when their own thread sees the call complete (CollectiveSpec::
-    // wake_us). On cpu-pp4 (H2, 1,680 transfers) sends whose own rank had waited over 0.5 ms
-    // ended a median 114 us after their receive, the others 19 us (both awake) and -10 us
-    // (receiver asleep): the sender's sleep moves its end, the receiver's only through the
-    // receive (bench/results/validate_cpu.md, "thirty-first session"). The thread is idle
-    // meanwhile, so it stops sharing the rank's cores now.
-    const bool acked = coll_.p2p_ack_us > 0 && stages_[ps].g->ops[pop].kind == OpKind::send;
-    const double later_us = (acked ? recv_wake_us + coll_.p2p_ack_us : 0.0) + wake_delay_us(ps, pop) + call_end_extra_us(ps, pop);
-    if (later_us > 0) {
-      if (slow_ && stages_[ps].holds[pop]) end_hold(ps, pop);
-      if (pool_) leave_core(ps, pop);
-      schedule(ps, pop, now_ + later_us);
-    } else {
-      finish(ps, pop);
-    }
+    const StageState& st = stages_[ps];
+    const double end = st.over.empty() ? now_ : st.start[pop] + st.over[pop].time.apply(now_ - st.start[pop]);
+    if (end > now_) schedule(ps, pop, end);
+    else finish(ps, pop);
   }
-}
-
-// A call that ends more than poll_spin_us after its rank posted it, or whose earliest member
-// slept before the last arrived (arrival_skew_us), is seen when a sleeping poller next tests
-// (and, on shared cores, runs): wake_us later (CollectiveSpec::wake_us).
-double Engine::wake_delay_us(uint32_t s, OpId id) const {
-  const StageState& st = stages_[s];
-  return wake_ && (now_ - st.posted[id] > coll_.poll_spin_us || st.early_asleep[id]) ? coll_.wake_us : 0.0;
-}
-
-// Contention among a node's pollers (CollectiveSpec::contended_lat_us): a collective within
-// its stage that starts while a call of another group kind, or of another stage, on its node
-// was posted less than poll_spin_us ago and has not ended pays contended_lat_us more; that
-// call's thread still spins on the cores this call's members need. The in-situ calibration
-// classifies the executed calls the same way at their last member's arrival (analysis/
-// in_situ.cpp, CommSample::contended_since_us). A call posted at the same instant counts, on
-// both sides: in the simulated step a layer's DP prefetch and its TP call are often released
-// by the same event, and its executed twin posts the DP call first and the TP call's members
-// arrive after. Which of the two the engine takes first must not decide, so a post also marks
-// the collectives that started at this instant before it. The lists hold the few calls in
-// flight.
-void Engine::post_on_node(uint32_t s, OpId id) {
-  const Op& op = stages_[s].g->ops[id];
-  const GroupKind g = op.kind == OpKind::collective ? op.collective()->group : op.p2p()->group;
-  auto& v = posted_on_node_[static_cast<size_t>(stage_node_[s])];
-  for (const Posted& p : v) {
-    if (p.at_us != now_ || (p.stage == s && p.group == g)) continue;
-    const Op& other = stages_[p.stage].g->ops[p.op];
-    if (other.kind == OpKind::collective && within_stage(p.group)) stages_[p.stage].contended[p.op] = 1;
-  }
-  v.push_back(Posted{s, id, g, now_});
-}
-
-void Engine::end_on_node(uint32_t s, OpId id) {
-  auto& v = posted_on_node_[static_cast<size_t>(stage_node_[s])];
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i].stage == s && v[i].op == id) {
-      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-      return;
-    }
-}
-
-// What a collective pays at its end beyond the fixed cost it started with (its class's point,
-// else launch_lat_us). Beside compute: where its rank's compute stream ran an op at some time
-// during the call (one in flight now, or one that ended after the call started) and its class
-// has a cost for that (CallPoint::beside_lat_us), the difference; on shared cores the compute
-// thread holds the core the call's thread needs (cpu-tp2-dp2-zero3's backward TP all-gathers:
-// 112 against 46 us; bench/results/validate_cpu.md, "fifty-second session"). The in-situ
-// calibration asks the same of each executed call, between its last arrival and its end
-// (analysis/in_situ.cpp, CommSample::beside_compute). Contended: the class's fixed cost of the
-// contended calls (launch_lat_us + contended_lat_us, as the calibration fitted it over them
-// all, whatever their kind and phase) where that is more than what it pays so far.
-double Engine::call_end_extra_us(uint32_t s, OpId id) const {
-  const StageState& st = stages_[s];
-  const Op& op = st.g->ops[id];
-  if (op.kind != OpKind::collective) return 0.0;
-  const std::optional<double> own = call_launch_us(op);
-  double extra = 0.0;
-  if (own && within_stage(op.collective()->group)) {
-    const double beside_us = call_beside_us_[call_index(op.collective()->kind, op.collective()->group, op.phase)];
-    if (!std::isnan(beside_us) && (st.computing_ops > 0 || st.computed_until > st.start[id]))
-      extra = std::max(0.0, beside_us - *own);
-  }
-  if (contend_ && st.contended[id]) {
-    if (!own) return coll_.contended_lat_us;
-    extra += std::max(0.0, coll_.launch_lat_us + coll_.contended_lat_us - (*own + extra));
-  }
-  return extra;
-}
-
-bool Engine::contended_now(uint32_t s, GroupKind g) const {
-  for (const Posted& p : posted_on_node_[static_cast<size_t>(stage_node_[s])])
-    if ((p.stage != s || p.group != g) && now_ - p.at_us < coll_.poll_spin_us) return true;
-  return false;
 }
 
 }  // namespace paralab::sim::detail

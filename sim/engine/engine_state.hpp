@@ -16,26 +16,16 @@
 #include "sim/engine/core_share.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/invariants.hpp"
+#include "sim/engine/overhead.hpp"
 
 namespace paralab::sim::detail {
-
-// Engine::call_lat_us_'s index of (collective kind, group kind, phase).
-inline constexpr size_t kCollKinds = 5, kPhases = 4;
-static_assert(static_cast<size_t>(paralab::CollKind::broadcast) + 1 == kCollKinds &&
-              static_cast<size_t>(Phase::optimizer) + 1 == kPhases);
-inline size_t call_index(paralab::CollKind k, GroupKind g, Phase p) {
-  return (static_cast<size_t>(k) * static_cast<size_t>(GroupKind::kCount) + static_cast<size_t>(g)) * kPhases +
-         static_cast<size_t>(p);
-}
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr uint32_t kNone = UINT32_MAX;
 
-// What an event does: the op finishes, starts (after a dispatch or hand-off delay), its
-// communication thread stops spinning and sleeps (CollectiveSpec::poll_spin_us), or (a CPU
-// rank that owns its cores) that thread gives the rank's core back to compute.
-enum class EventKind : uint8_t { finish, start, spin_end, core_back };
+// What an event does: the op finishes, or starts (after a dispatch or hand-off gap).
+enum class EventKind : uint8_t { finish, start };
 struct Event {
   double t;
   uint64_t seq;
@@ -63,7 +53,8 @@ struct StageState {
   std::vector<uint32_t> dep_begin;  // CSR of dependents: dependents[dep_begin[i] .. dep_begin[i+1])
   std::vector<OpId> dependents;
   std::vector<double> start, end;
-  std::vector<double> stall;  // us charged after the op to its successors (OpTiming::stall_us)
+  std::vector<double> posted;  // when the op was ready on this rank (a call: before its peers arrived)
+  std::vector<OpOverhead> over;  // measured corrections per op (overhead.hpp); empty: none
   std::vector<uint8_t> done;
   std::vector<double> buffer_bytes;
   std::array<double, kMemCategories> live{};
@@ -88,31 +79,10 @@ struct StageState {
   double rate = 1.0;
   std::vector<uint16_t> holds;
   std::vector<uint64_t> ev_seq;
-  // Shared cores (Engine::pool_): per op whether it holds a core of the node's pool or waits
-  // for one, and until when a communication op's thread busy-polls (us; its call's end or the
-  // end of its spin window, whichever is first).
+  // Shared cores (Engine::pool_): per compute op whether it holds a core of the node's pool or
+  // waits for one.
   enum class Core : uint8_t { none, held, queued };
   std::vector<Core> core;
-  std::vector<double> spin_until;
-  std::vector<double> held_since;  // when a polling thread took its core (us)
-  // Whether the stage's ranks are computing: a compute op running, or released by its stream
-  // predecessor and about to start (Engine::node_busy_).
-  bool computing = false;
-  // Calls beside compute (Engine::call_beside_us_): the compute ops started and not finished
-  // (a shared core's queue included), and when the last one finished (us).
-  int64_t computing_ops = 0;
-  double computed_until = -1;
-  // Sleeping pollers (Engine::wake_): when each communication op was posted on this rank (us),
-  // and whether the call's earliest member is modeled asleep by the time the last arrives
-  // (CollectiveSpec::sync_drift: its arrival spread exceeds poll_spin_us).
-  std::vector<double> posted;
-  std::vector<uint8_t> early_asleep;
-  // Contended calls (Engine::contend_): per op whether its collective started while another
-  // group's or stage's poller on the node still spun (CollectiveSpec::contended_lat_us).
-  std::vector<uint8_t> contended;
-  // When this stage's compute stream last waited for a communication op (us): its ranks start
-  // the next compute op together there, and drift apart from then on (CollectiveSpec::sync_drift).
-  double synced_at = 0;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
   // Invariant checks only (EngineOptions::check_invariants): how often each op started and
   // finished, and each buffer's lifecycle.
@@ -141,33 +111,12 @@ class Engine {
   void hold_sms(uint32_t s, OpId op, int64_t sms);
   void release_sms(uint32_t s, OpId op);
   void set_rate(uint32_t s);
-  // Rank-owned cores (rank_cores_): a communication op's thread takes its share of the
-  // rank's cores from its wake-up, and gives it back compute_handoff_us after its call ends,
-  // or when its spin window ends.
-  int64_t comm_sms(uint32_t s, OpId op);
-  bool hold_from_wake(uint32_t s, OpId op);
-  void end_hold(uint32_t s, OpId op);
-  // Shared cores (pool_).
-  void set_computing(uint32_t s, bool on);
-  [[nodiscard]] double pool_dispatch_us(uint32_t s) const;
-  void yield_pollers(int64_t node, int64_t cores);
+  // Shared cores (pool_): a compute op waits for a core of its node, then runs.
   void claim_core(uint32_t s, OpId op);
   void run_on_core(uint32_t s, OpId op);
   void release_core(uint32_t s, OpId op);
-  void leave_core(uint32_t s, OpId op);
   int64_t collective_sms(uint32_t s, GroupKind g, const std::vector<int64_t>& members);
   void on_call_done(uint64_t handle);
-  [[nodiscard]] double wake_delay_us(uint32_t s, OpId op) const;
-  // contend_: record a posted communication op on its node / drop it when it ends; whether a
-  // call of another group kind or stage on stage s's node was posted less than poll_spin_us
-  // ago and is still in flight (engine_comm.cpp).
-  void post_on_node(uint32_t s, OpId op);
-  void end_on_node(uint32_t s, OpId op);
-  [[nodiscard]] bool contended_now(uint32_t s, GroupKind g) const;
-  // What collective `op` of stage s, ending now, waits beyond the fixed cost its network call
-  // had (call_launch_us): its class's cost beside compute, and a contended call's (engine_comm.cpp).
-  [[nodiscard]] double call_end_extra_us(uint32_t s, OpId op) const;
-  double arrival_skew_us(uint32_t s, OpId id);
   uint32_t new_join(uint32_t remaining) {
     joins_.push_back(Join{remaining, static_cast<uint32_t>(parts_.size()), 0});
     return static_cast<uint32_t>(joins_.size() - 1);
@@ -189,9 +138,6 @@ class Engine {
     return st.members[gi];
   }
   void collective_request(const Op& op, const std::vector<int64_t>& members);
-  // The calibrated fixed cost of collective `op`'s kind, group and phase (Calibration::calls),
-  // if the topology has one (engine_comm.cpp).
-  [[nodiscard]] std::optional<double> call_launch_us(const Op& op) const;
   void start_collective(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_cross_stage(uint32_t s, OpId op, const CollectiveAttrs& c);
   void start_p2p(uint32_t s, OpId op, const P2PAttrs& p, bool is_send);
@@ -203,41 +149,10 @@ class Engine {
   const ComputeModel& compute_;
   NetworkModel& net_;
   EngineOptions opt_;
-  bool slow_ = false;  // compute beside communication modeled (SMs or shared cores)
-  bool rank_cores_ = false;  // CoreShare::Mode::rank_cores: a woken communication thread preempts compute
+  bool slow_ = false;  // compute beside communication modeled (SMs, or a CPU rank's cores)
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
-  // pool_: the dispatch gap by the node's computing ranks (Calibration::dispatch, dense: index
-  // busy - 1; empty: dispatch_us), and per node the ranks computing now.
-  std::vector<double> busy_dispatch_us_;
-  std::vector<int64_t> node_busy_;
-  // pool_: a polling thread keeps a core this long once a claim waits (CollectiveSpec::
-  // poll_yield_us; yield_ when shorter than the spin window), and per node the polling
-  // threads holding a core, the earliest first.
-  double yield_us_ = 0;
-  bool yield_ = false;
-  std::vector<std::vector<std::pair<uint32_t, OpId>>> pollers_;
-  bool wake_ = false;  // CollectiveSpec::wake_us and poll_spin_us both set: pollers go to sleep
-  // CollectiveSpec::contended_lat_us and poll_spin_us both set: per node the communication
-  // ops posted and not yet ended, and each stage's node (its representative's).
-  struct Posted {
-    uint32_t stage;
-    OpId op;
-    GroupKind group;
-    double at_us;
-  };
-  bool contend_ = false;
-  std::vector<std::vector<Posted>> posted_on_node_;
-  // Calibration::calls, dense over (collective kind, group kind, phase): the fixed cost per
-  // call in us, NaN where the topology has none (empty: it has none at all).
-  std::vector<double> call_lat_us_;
-  // Likewise CallPoint::beside_lat_us: a call's fixed cost where its rank computed during it.
-  std::vector<double> call_beside_us_;
-  std::vector<int64_t> stage_node_;
-  // DeviceSpec::dispatch_us, stream_handoff_us, compute_handoff_us.
-  double dispatch_us_ = 0, handoff_us_ = 0, compute_handoff_us_ = 0;
-  double on_core_us_ = 0;  // DeviceSpec::handoff_on_core_us (rank_cores_ only)
-  double tail_ = 0;                           // DeviceSpec::compute_tail
+  bool corrected_ = false;        // the topology has a correction table (StageState::over)
   CollectiveSpec coll_;
   bool check_ = false;
   std::vector<StageState> stages_;

@@ -34,10 +34,6 @@ struct CommRequest {
   // pp or embd group; every (cp, dp) translate of an mp group; world is one instance.
   // false: this instance alone (tests, or an engine that simulates every rank).
   bool symmetric_copies = true;
-  // This call's fixed cost in us, in place of CollectiveSpec::launch_lat_us (the engine sets it
-  // from a calibrated [[calibration.call]] point of the op's kind, group and phase); unset: the
-  // spec's.
-  std::optional<double> launch_lat_us = std::nullopt;
 };
 
 struct CommStats {

@@ -93,8 +93,7 @@ int64_t nodes_for(const Topology& topo, const Layout& layout) {
 }
 
 // What a call pays once before its first phase, in us: the launch latency (a transfer's own:
-// CollectiveSpec::p2p_launch_us; a collective's own where the engine set one, CommRequest::
-// launch_lat_us), and on a host that reduces in software
+// CollectiveSpec::p2p_launch_us), and on a host that reduces in software
 // (CollectiveSpec::reduce_gbps) the reduction arithmetic: every rank combines (n-1)/n of the
 // buffer it was given (the reduce-scatter half of a ring all-reduce, Patarasuk & Yuan, JPDC
 // 69(2), 2009; recursive halving and trees combine no less), serially with its copies on a CPU
@@ -102,7 +101,7 @@ int64_t nodes_for(const Topology& topo, const Layout& layout) {
 double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
   if (req.kind == CollKind::p2p) return c.p2p_launch_us();
   const double n = static_cast<double>(req.members.size());
-  const double launch_us = req.launch_lat_us.value_or(c.launch_lat_us);
+  const double launch_us = c.launch_lat_us;
   if (c.reduce_gbps <= 0 || n < 2 || (req.kind != CollKind::all_reduce && req.kind != CollKind::reduce_scatter))
     return launch_us;
   return launch_us +

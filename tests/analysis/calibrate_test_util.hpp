@@ -1,16 +1,13 @@
 // paralab tests — what the calibration tests share: a small CPU scenario and a synthetic
-// calibration with known parameters, and the per-call extra of calls of one size
-// (test_calibrate.cpp, test_in_situ_samples.cpp, test_in_situ_calls.cpp).
+// calibration with known parameters (test_calibrate.cpp, test_corrections.cpp).
 #pragma once
 
 #include <algorithm>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "analysis/calibrate.hpp"
-#include "analysis/lad_fit.hpp"
+#include "analysis/calibration/calibrate.hpp"
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
 #include "../ir/test_util.hpp"
@@ -61,21 +58,6 @@ inline CalibrationResult synthetic_result(const StepIR& ir) {
   r.copy_gbps = 10.0;
   fit_all(r);
   return r;
-}
-
-// The per-call extra fit_all takes from calls of one size (no slope to fit): the extras'
-// median weighted by 1 / the call's time (the per-op comparison scores relative errors).
-inline double weighted_extra(const std::vector<double>& extras, double fit_us) {
-  std::vector<std::pair<double, double>> vw;
-  for (double e : extras) vw.push_back({e, 1.0 / std::max(1.0, fit_us + e)});
-  return weighted_median(vw);
-}
-
-// n values from `from`, `step` apart (us).
-inline std::vector<double> range_us(double from, int n, double step = 1.0) {
-  std::vector<double> v;
-  for (int i = 0; i < n; ++i) v.push_back(from + step * i);
-  return v;
 }
 
 }  // namespace paralab::calib::testing

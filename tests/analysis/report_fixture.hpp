@@ -1,14 +1,13 @@
 // paralab tests — a comparison to draw: a TP2 x PP2 tiny GPT "predicted" on its stage
 // representatives and "measured" on every rank, op durations from the op id, the measurement
-// 0.7-1.4x the prediction depending on the op; the prediction's compute ops stall a quarter of
-// their time after them.
+// 0.7-1.4x the prediction depending on the op.
 #pragma once
 
 #include <array>
 #include <string>
 
-#include "analysis/compare.hpp"
-#include "analysis/report.hpp"
+#include "analysis/validate/compare.hpp"
+#include "analysis/validate/report.hpp"
 #include "ir/step_ir.hpp"
 #include "results/result_io.hpp"
 #include "../ir/test_util.hpp"
@@ -48,10 +47,8 @@ struct ReportFixture {
         double& t = clock[static_cast<size_t>(op.stream)];
         const double base = 3.0 + static_cast<double>(op.id % 11) * 4.0;
         const double d = measured_run ? base * (0.7 + 0.07 * static_cast<double>(op.id % 10)) : base;
-        // The prediction stalls a quarter of each compute op's time after it (OpTiming::stall_us).
-        const double stall = !measured_run && op.stream == Stream::compute ? 0.25 * base : 0.0;
-        r.ops.push_back({rank, op.id, t, t + d, stall});
-        t += d + stall;
+        r.ops.push_back({rank, op.id, t, t + d, t});
+        t += d;
       }
       r.ranks.push_back({rank, g.stage, 1e8, 0, 0, {}});
     }

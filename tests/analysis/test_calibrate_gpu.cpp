@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "analysis/calibrate.hpp"
+#include "analysis/calibration/calibrate.hpp"
 #include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
 #include "sim/simulate.hpp"
@@ -46,7 +46,7 @@ CalibrationResult on_h200(const std::string& base_topology) {
 
 TEST_CASE("a CPU host's scenario calibrated on a GPU describes the GPU", "[analysis][calibrate][gpu-identity]") {
   const CalibrationResult r = on_h200("cpu-host");
-  const std::string text = topology_toml(r);
+  const std::string text = calibration_toml(r);
   test::TempFile file(text, "calibrated.toml");
   const Topology t = load_topology(file.path());  // the simulator accepts it as it is
   CHECK(t.device.kind == DeviceKind::gpu);
@@ -63,7 +63,7 @@ TEST_CASE("a CPU host's scenario calibrated on a GPU describes the GPU", "[analy
   CHECK(t.device.peak(MathMode::f32) * t.device.gemm_max_efficiency == Approx(0.04).epsilon(0.05));
   CHECK(text.find("132 SMs x 1980 MHz x sm_90's FLOP/clock") != std::string::npos);
   CHECK(text.find("/proc/cpuinfo") == std::string::npos);
-  // Not a CPU host: no shared cores, no poller spin.
+  // Not a CPU host: no shared cores.
   CHECK(t.node.cores == 0);
   // The synthetic attention runs at 8e3 FLOP/us in fp32: its efficiency against the GPU's fp32 peak.
   CHECK(t.device.flash_fwd_efficiency == Approx(0.008 / t.device.peak(MathMode::f32)).epsilon(0.05));
@@ -73,7 +73,7 @@ TEST_CASE("a CPU host's scenario calibrated on a GPU describes the GPU", "[analy
 TEST_CASE("a GPU topology calibrated on another GPU keeps its peaks and takes the GPU's name and memory",
           "[analysis][calibrate][gpu-identity]") {
   const CalibrationResult r = on_h200("dgx-h100");
-  const std::string text = topology_toml(r);
+  const std::string text = calibration_toml(r);
   test::TempFile file(text, "calibrated.toml");
   const Topology t = load_topology(file.path());
   const Topology base = load_topology(data_dir() / "topologies" / "dgx-h100.toml");

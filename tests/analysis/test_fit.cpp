@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <random>
 
-#include "analysis/fit.hpp"
+#include "analysis/calibration/fit.hpp"
 
 using namespace paralab;
 using namespace paralab::calib;

@@ -57,11 +57,11 @@ printf 'name = "x"\n[device\n' > "$work/broken.toml"
 validate_expect "broken.toml:2: TOML syntax error" --calibration "$work/broken.toml"
 printf 'name = "x"\n' > "$work/partial.toml"
 validate_expect "partial.toml" --calibration "$work/partial.toml"
-validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got '0'" --calibration-attempts 0
-validate_expect "--calibration-attempts needs a whole number in \[1, 5\], got 'two'" --calibration-attempts two
-validate_expect "--in-sample-bound needs a number in \[0, 100\], got '-1'" --in-sample-bound -1
-validate_expect "--interleave and --calibrate-first exclude each other" --interleave --calibrate-first
-validate_expect "--in-sample-bound needs a number in \[0, 100\], got 'ten'" --in-sample-bound ten
+validate_expect "--runs needs a whole number in \[1, 100\], got '0'" --runs 0
+validate_expect "--steps needs a whole number in \[1, 100\], got 'two'" --steps two
+validate_expect "--warmup needs a number in \[0, 3600\], got '-1'" --warmup -1
+printf 'name = "x"\n[device]\nkind = "cpu"\npeak_fp32_tflops = 1\nmemory_gib = 1\nmem_bw_gbps = 1\ndispatch_us = 3\n[node]\ndevices_per_node = 2\nintra = "shm"\nintra_bw_gbps = 1\n' > "$work/schema1.toml"
+validate_expect "calibrate --upgrade" --calibration "$work/schema1.toml"
 
 # output ARGS...: the command exits 2 at once, naming the option's path, and writes nothing.
 output() {

@@ -2,6 +2,8 @@
 // the line, the key, the bad value and what is allowed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -201,10 +203,11 @@ ConfigError topology_error(const std::string& toml) {
 }  // namespace
 
 // [[calibration.execution]]: what `paralab validate` holds its executions against (a
-// calibration's in-situ steps). Complete entries load; a missing field, an unknown key or a
+// calibration's executed steps). Complete entries load; a missing field, an unknown key or a
 // median outside [min, max] is refused with the entry's line.
 TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][config]") {
-  const std::string head = kCpuTopologyHead;
+  const std::string head = std::string(kCpuTopologyHead) + "[calibration]\nschema_version = 2\n";
+  const int entry_line = static_cast<int>(std::count(head.begin(), head.end(), '\n')) + 2;  // its first key
   const auto load = load_topology_text;
   const paralab::Topology t = load(head + "[[calibration.execution]]\nscenario = \"cpu-tp2\"\ndigest = \"af76\"\n"
                                           "executions = 10\nstep_median_s = 0.016\nstep_min_s = 0.015\nstep_max_s = 0.019\n");
@@ -216,23 +219,11 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
   CHECK(e.step_median_s == 0.016);
   CHECK(e.step_min_s == 0.015);
   CHECK(e.step_max_s == 0.019);
-  CHECK(e.launches == 1);  // not given: the calibration job's own launch
-  CHECK(e.step_fast_s == 0.016);  // not given (written before it existed): the median
-  CHECK(t.calibration.empty());  // no compute points: the compute model keeps its formulas
-  const paralab::Topology spread = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
-                                               "executions = 12\nlaunches = 4\nstep_median_s = 0.01\n");
-  CHECK(spread.calibration.executions.at(0).launches == 4);
-  const paralab::Topology fast = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
-                                             "executions = 12\nstep_median_s = 0.01\nstep_fast_s = 0.009\nstep_min_s = 0.008\n");
-  CHECK(fast.calibration.executions.at(0).step_fast_s == 0.009);
-  try {
-    load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nlaunches = 4\nstep_median_s = 0.01\n");
-    FAIL("more launches than executions was accepted");
-  } catch (const ConfigError& err) {
-    CHECK(err.key() == "calibration.execution.launches");
-    CHECK(err.problem().find("more launches than executions") != std::string::npos);
-    CHECK(err.allowed().find("1 to executions (3)") != std::string::npos);
-  }
+  CHECK(t.calibration.empty());  // no compute points, no corrections: the model keeps its formulas
+  const paralab::Topology alone = load(head + "[[calibration.execution]]\nscenario = \"a\"\ndigest = \"d\"\n"
+                                              "executions = 12\nstep_median_s = 0.01\n");
+  CHECK(alone.calibration.executions.at(0).step_min_s == 0.01);  // not given: the median
+  CHECK(alone.calibration.executions.at(0).step_max_s == 0.01);
 
   const auto refused = [&](const std::string& entry, const std::string& key, int line, const std::string& problem) {
     const ConfigError err = topology_error(head + "[[calibration.execution]]\n" + entry);
@@ -240,104 +231,15 @@ TEST_CASE("a calibration's executions load and bad ones are refused", "[ir][conf
     CHECK(err.key() == key);
     CHECK(err.loc().line == line);
     CHECK(err.problem().find(problem) != std::string::npos);
-    CHECK(err.allowed().find("step_median_s") != std::string::npos);
   };
-  refused("scenario = \"a\"\nexecutions = 3\nstep_median_s = 0.01\n", "calibration.execution", 13, "lacks");
-  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_mean_s = 0.01\n", "calibration.execution.step_mean_s", 15,
-          "unknown key");
+  refused("scenario = \"a\"\nexecutions = 3\nstep_median_s = 0.01\n", "calibration.execution.digest", entry_line, "missing");
+  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_mean_s = 0.01\n", "calibration.execution.step_mean_s",
+          entry_line + 3, "unknown key");
   refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_max_s = 0.005\n",
-          "calibration.execution", 13, "outside");
-  // The fastest half's median is at most the median.
-  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nstep_median_s = 0.01\nstep_fast_s = 0.011\nstep_max_s = 0.02\n",
-          "calibration.execution.step_fast_s", 13, "outside");
-}
-
-// [[calibration.dispatch]]: the dispatch gap by the node's computing ranks. Entries load sorted
-// by busy_ranks; a missing field, an unknown key, a bad value or a busy_ranks given twice is
-// refused with the entry's line. collectives.poll_yield_us loads; absent, pollers never yield.
-TEST_CASE("a calibration's dispatch gaps by busy ranks load and bad ones are refused", "[ir][config]") {
-  const std::string head = kCpuTopologyHead;
-  const auto load = load_topology_text;
-  const paralab::Topology t = load(head + "[collectives]\npoll_spin_us = 500.0\npoll_yield_us = 0.0\n"
-                                          "[[calibration.dispatch]]\nbusy_ranks = 3\ndispatch_us = 107.5\n"
-                                          "[[calibration.dispatch]]\nbusy_ranks = 1\ndispatch_us = 44.0\n");
-  REQUIRE(t.calibration.dispatch.size() == 2);
-  CHECK(t.calibration.dispatch[0].busy_ranks == 1);
-  CHECK(t.calibration.dispatch[0].dispatch_us == 44.0);
-  CHECK(t.calibration.dispatch[1].busy_ranks == 3);
-  CHECK(t.calibration.dispatch[1].dispatch_us == 107.5);
-  CHECK(t.collectives.poll_yield_us == 0.0);
-  CHECK(t.calibration.empty());  // no compute points
-  const paralab::Topology plain = load(head);
-  CHECK(plain.calibration.dispatch.empty());
-  CHECK(plain.collectives.poll_yield_us > 1e300);  // never yields
-
-  const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem) {
-    const ConfigError err = topology_error(head + entries);
-    INFO("message: " << err.what());
-    CHECK(err.key() == key);
-    CHECK(err.loc().line == line);
-    CHECK(err.problem().find(problem) != std::string::npos);
-  };
-  refused("[[calibration.dispatch]]\nbusy_ranks = 2\n", "calibration.dispatch", 12, "lacks");
-  refused("[[calibration.dispatch]]\nbusy_ranks = 2\ngap_us = 3.0\n", "calibration.dispatch.gap_us", 13, "unknown key");
-  refused("[[calibration.dispatch]]\nbusy_ranks = 0\ndispatch_us = 3.0\n", "calibration.dispatch.busy_ranks", 12, "must be positive");
-  refused("[[calibration.dispatch]]\nbusy_ranks = 1\ndispatch_us = -3.0\n", "calibration.dispatch.dispatch_us", 13,
-          "out of range");
-  refused("[[calibration.dispatch]]\nbusy_ranks = 2\ndispatch_us = 3.0\n[[calibration.dispatch]]\nbusy_ranks = 2\ndispatch_us = 4.0\n",
-          "calibration.dispatch.busy_ranks", 15, "same number of busy ranks");
-  refused("[collectives]\npoll_yield_us = -1.0\n", "collectives.poll_yield_us", 12, "out of range");
-}
-
-// [[calibration.call]]: a collective class's own fixed cost per call (kind, group, phase in the
-// trace's spellings). A missing field, an unknown key or value, a negative cost or a class given
-// twice is refused with the entry's line and what is allowed.
-TEST_CASE("a calibration's per-class call costs load and bad ones are refused", "[ir][config]") {
-  const std::string head = kCpuTopologyHead;
-  const std::string ag = "[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = 61.5\n";
-  const paralab::Topology t =
-      load_topology_text(head + ag + "[[calibration.call]]\ncollective = \"reduce_scatter\"\ngroup = \"tp\"\nphase = \"bwd\"\nlaunch_lat_us = 140\n");
-  REQUIRE(t.calibration.calls.size() == 2);
-  CHECK(t.calibration.calls[0].collective == paralab::CollKind::all_gather);
-  CHECK(t.calibration.calls[0].group == paralab::GroupKind::tp);
-  CHECK(t.calibration.calls[0].phase == paralab::Phase::forward);
-  CHECK(t.calibration.calls[0].launch_lat_us == 61.5);
-  CHECK(t.calibration.calls[1].collective == paralab::CollKind::reduce_scatter);
-  CHECK(t.calibration.calls[1].phase == paralab::Phase::backward);
-  CHECK(t.calibration.calls[1].launch_lat_us == 140.0);
-  CHECK(t.calibration.calls[0].executed_us == 0.0);  // not recorded
-  CHECK(load_topology_text(head).calibration.calls.empty());
-  // What the class's calls took in the calibration's executions (validate compares with it).
-  CHECK(load_topology_text(head + ag + "executed_us = 66.5\n").calibration.calls[0].executed_us == 66.5);
-  // The class's cost for its calls beside compute: 0 (none) unless given, never below launch_lat_us.
-  CHECK(t.calibration.calls[0].beside_lat_us == 0.0);
-  CHECK(load_topology_text(head + ag + "beside_lat_us = 90\n").calibration.calls[0].beside_lat_us == 90.0);
-  CHECK(load_topology_text(head + ag + "beside_lat_us = 61.5\n").calibration.calls[0].beside_lat_us == 61.5);
-
-  const auto refused = [&](const std::string& entries, const std::string& key, int line, const std::string& problem,
-                           const std::string& allowed) {
-    const ConfigError err = topology_error(head + entries);
-    INFO("message: " << err.what());
-    CHECK(err.key() == key);
-    CHECK(err.loc().line == line);
-    CHECK(err.problem().find(problem) != std::string::npos);
-    CHECK(err.allowed().find(allowed) != std::string::npos);
-  };
-  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nlaunch_lat_us = 3\n", "calibration.call", 12,
-          "lacks", "phase");
-  refused("[[calibration.call]]\ncollective = \"allgather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = 3\n",
-          "calibration.call.collective", 12, "unknown value", "all_gather | reduce_scatter");
-  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"forward\"\nlaunch_lat_us = 3\n",
-          "calibration.call.phase", 14, "unknown value", "fwd | bwd | recompute | optimizer");
-  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlaunch_lat_us = -3\n",
-          "calibration.call.launch_lat_us", 15, "out of range", "");
-  refused("[[calibration.call]]\ncollective = \"all_gather\"\ngroup = \"tp\"\nphase = \"fwd\"\nlat_us = 3\n",
-          "calibration.call.lat_us", 15, "unknown key", "launch_lat_us");
-  refused(ag + "executed_us = -1\n", "calibration.call.executed_us", 16, "out of range", "");
-  refused(ag + "beside_lat_us = 40\n", "calibration.call.beside_lat_us", 16, "below the entry's launch_lat_us",
-          "at least launch_lat_us");
-  refused(ag + "beside_lat_us = -4\n", "calibration.call.beside_lat_us", 16, "out of range", "");
-  refused(ag + ag, "calibration.call", 17, "same collective, group and phase", "each (collective, group, phase) once");
+          "calibration.execution.step_median_s", entry_line + 3, "outside");
+  // Schema 1's keys are gone: an execution's launches, a [[calibration.call]].
+  refused("scenario = \"a\"\ndigest = \"d\"\nexecutions = 3\nlaunches = 2\nstep_median_s = 0.01\n",
+          "calibration.execution.launches", entry_line + 3, "unknown key");
 }
 
 TEST_CASE("overrides must be section.key=value", "[ir][config]") {

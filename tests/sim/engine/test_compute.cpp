@@ -192,7 +192,7 @@ TEST_CASE("compute: calibration points override the model per shape", "[compute]
   }
   SECTION("another shape scales the nearest point by the model's ratio") {
     const Op op = gemm_op(gemm(2560, 1280, 4096));
-    const CalibrationTable tab(t.calibration, t.device);
+    const ProfileTable tab(t.calibration, t.device);
     const double ratio = tab.gemm_shape_model_us(gemm(2560, 1280, 4096)) / tab.gemm_shape_model_us(gemm(1280, 1280, 4096));
     CHECK(m.duration_us(op) == Approx(500.0 * ratio));
     CHECK(ratio > 1.5);
@@ -211,7 +211,7 @@ TEST_CASE("compute: calibration points override the model per shape", "[compute]
     op.bytes = 2000000;
     CHECK(m.duration_us(op) == Approx(20.0));
     op.bytes = 6000000;
-    const CalibrationTable tab(t.calibration, t.device);
+    const ProfileTable tab(t.calibration, t.device);
     CHECK(m.duration_us(op) == Approx(30.0 * tab.kernel_bytes_model_us(6e6) / tab.kernel_bytes_model_us(3e6)));
     op.kind = OpKind::gelu_fwd;  // no points for this kind: the model
     CHECK(m.duration_us(op) == Approx(m.model_us(op)));

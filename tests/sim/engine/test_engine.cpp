@@ -70,160 +70,64 @@ TEST_CASE("engine: ops of one stream run in order; other streams run concurrentl
   CHECK(r.breakdown.compute_s == Approx(0.030));
 }
 
-// A 2-rank host whose executor takes 3 us between two ops of a stream, 7 us to hand off to a
-// communication stream and 2 us back to the compute stream.
+// A 2-rank host whose corrections say 3 us between two ops of a stream, 7 us to hand off to a
+// communication stream, 2 us back to the compute stream, and tensor-parallel all-reduces 20 us
+// plus 1.5 x their modeled time (ir/correction.hpp; sim/engine/overhead.hpp).
 namespace {
-Scenario host_with_gaps() {
+Scenario host_with_corrections() {
   Scenario s = cluster(2, 1, 1);
-  s.topology.device.dispatch_us = 3;
-  s.topology.device.stream_handoff_us = 7;
-  s.topology.device.compute_handoff_us = 2;
+  OpClass all_reduce{CostKind::time, OpFamily::comm, OpKind::collective, paralab::CollKind::all_reduce};
+  s.topology.calibration.corrections = CorrectionTable({
+      CorrectionRow{OpClass{CostKind::dispatch}, Correction{3.0, 1.0}},
+      CorrectionRow{OpClass{CostKind::handoff, OpFamily::comm}, Correction{7.0, 1.0}},
+      CorrectionRow{OpClass{CostKind::handoff, OpFamily::compute}, Correction{2.0, 1.0}},
+      CorrectionRow{all_reduce, Correction{20.0, 1.5}},
+      CorrectionRow{OpClass{CostKind::time, OpFamily::compute, OpKind::gemm}, Correction{0.0, 1.1}},
+  });
   return s;
 }
 }  // namespace
 
-// The CPU executor's worker threads (docs/simulator.md, "Dispatch and hand-offs"): an op
-// released by its stream predecessor starts dispatch_us after it, one released by a
-// dependency on another stream a hand-off after that (stream_handoff_us for a communication
-// op, compute_handoff_us for a compute op), and a collective (or a ring shift) over more than
-// one rank also waits sync_skew_us for its last member.
-TEST_CASE("engine: host dispatch, cross-stream hand-off and collective arrival skew", "[engine][closed-form]") {
-  Scenario s = host_with_gaps();
-  s.topology.collectives.sync_skew_us = 11;
+// The engine asks the table once per op (docs/simulator.md, "Corrections"): an op released by
+// its stream predecessor starts its dispatch gap after it, one released by a dependency on
+// another stream its family's hand-off after that; a compute op takes fixed + factor x its
+// modeled time, a call ends fixed + factor x its network time after it starts.
+TEST_CASE("engine: measured dispatch, hand-off and time corrections", "[engine][closed-form]") {
+  Scenario s = host_with_corrections();
   Hand h(s, 0);
   const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
   const OpId a = h.timed(Stream::compute, 10'000);
   const OpId b = h.timed(Stream::compute, 20'000);
+  // c and d are GEMMs on a communication stream: a class is the op's kind, not its stream.
   const OpId c = h.timed(Stream::dp_comm, 5'000);               // starts at 0 beside a
-  const OpId d = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // c ended long before b: a hand-off
+  const OpId d = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // c ended long before b: a (compute) hand-off
   const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {b});
   const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // released by e on another stream
-  // A ring shift within the stage synchronizes its members like a collective.
-  const BufferId y = h.b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
-  OpSpec ring;
-  ring.kind = OpKind::sendrecv;
-  ring.stream = Stream::cp_comm;
-  ring.name = "ring";
-  ring.reads = ring.writes = {h.b.whole(y)};
-  ring.attrs = P2PAttrs{GroupKind::tp, 1, -1, 4096, 9, 1};
-  ring.extra_deps = {f};
-  const OpId g = h.b.add(std::move(ring));
   const StepIR ir = wrap(s, {h.b.finish()});
   const StepResult r = simulate(ir).result;
-  CHECK(timing_of(r, 0, a)->start_us == 0.0);
-  CHECK(timing_of(r, 0, b)->start_us == Approx(10'003.0));
-  CHECK(timing_of(r, 0, c)->start_us == 0.0);
-  CHECK(timing_of(r, 0, d)->start_us == Approx(30'003.0 + 7.0));
-  CHECK(timing_of(r, 0, e)->start_us == Approx(30'003.0 + 7.0 + 11.0));
-  const double e_end = timing_of(r, 0, e)->end_us;
-  CHECK(e_end > timing_of(r, 0, e)->start_us);
-  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end + 2.0));
-  CHECK(timing_of(r, 0, g)->start_us == Approx(timing_of(r, 0, f)->end_us + 7.0 + 11.0));
-
-  // All three at 0 (every GPU topology): ops start when their constraints end.
   Scenario z = s;
-  z.topology.device.dispatch_us = z.topology.device.stream_handoff_us = z.topology.collectives.sync_skew_us = 0;
-  z.topology.device.compute_handoff_us = 0;
+  z.topology.calibration.corrections = CorrectionTable();
   const StepResult r0 = simulate(wrap(z, {ir.stages[0]})).result;
+  const double e_modeled = timing_of(r0, 0, e)->end_us - timing_of(r0, 0, e)->start_us;
+  CHECK(timing_of(r, 0, a)->start_us == 0.0);
+  CHECK(timing_of(r, 0, a)->end_us == Approx(11'000.0));  // a GEMM: factor 1.1
+  CHECK(timing_of(r, 0, b)->start_us == Approx(11'003.0));
+  CHECK(timing_of(r, 0, c)->start_us == 0.0);
+  CHECK(timing_of(r, 0, c)->end_us == Approx(5'500.0));
+  CHECK(timing_of(r, 0, d)->start_us == Approx(33'003.0 + 2.0));
+  CHECK(timing_of(r, 0, e)->start_us == Approx(33'003.0 + 7.0));
+  CHECK(timing_of(r, 0, e)->end_us - timing_of(r, 0, e)->start_us == Approx(20.0 + 1.5 * e_modeled));
+  CHECK(timing_of(r, 0, f)->start_us == Approx(timing_of(r, 0, e)->end_us + 2.0));
+  CHECK(timing_of(r, 0, f)->end_us - timing_of(r, 0, f)->start_us == Approx(1'100.0));
+
+  // Without a table (every uncorrected topology): ops start when their constraints end.
   CHECK(timing_of(r0, 0, b)->start_us == 10'000.0);
   CHECK(timing_of(r0, 0, e)->start_us == 30'000.0);
   CHECK(timing_of(r0, 0, f)->start_us == timing_of(r0, 0, e)->end_us);
-  CHECK(timing_of(r0, 0, g)->start_us == timing_of(r0, 0, f)->end_us);
-}
-
-// DeviceSpec::compute_tail: after a compute op on the same stream the next op also waits this
-// fraction of the op's time (its preemptions beyond the median); not after a communication op,
-// and not when a dependency on another stream released it.
-TEST_CASE("engine: the compute tail stalls the stream after a compute op", "[engine][closed-form]") {
-  Scenario s = host_with_gaps();
-  s.topology.device.compute_tail = 0.1;
-  Hand h(s, 0);
-  const OpId a = h.timed(Stream::compute, 10'000);
-  const OpId b = h.timed(Stream::compute, 20'000);
-  const OpId c = h.timed(Stream::dp_comm, 5'000, {}, {}, {b});  // a hand-off: no tail
-  const OpId d = h.timed(Stream::compute, 1'000, {}, {}, {c});  // released by c: no tail
-  const OpId e = h.timed(Stream::compute, 1'000);               // after d: d's tail
-  const StepResult r = simulate(wrap(s, {h.b.finish()})).result;
-  CHECK(timing_of(r, 0, a)->start_us == 0.0);
-  CHECK(timing_of(r, 0, b)->start_us == Approx(10'000.0 + 3.0 + 1'000.0));
-  CHECK(timing_of(r, 0, b)->end_us - timing_of(r, 0, b)->start_us == Approx(20'000.0));  // ops keep their time
-  CHECK(timing_of(r, 0, c)->start_us == Approx(timing_of(r, 0, b)->end_us + 7.0));
-  CHECK(timing_of(r, 0, d)->start_us == Approx(timing_of(r, 0, c)->end_us + 2.0));
-  CHECK(timing_of(r, 0, e)->start_us == Approx(timing_of(r, 0, d)->end_us + 3.0 + 100.0));
-  // The stalls are recorded on the ops they followed, and the breakdown counts them as
-  // compute, as a measured op holds its preemptions: a 1,000 + d 100 us; the gaps left
-  // (dispatch 3 + hand-off 7 + hand-off 2 + dispatch 3 us) are the bubble, c exposed.
-  CHECK(timing_of(r, 0, a)->stall_us == Approx(1'000.0));
-  CHECK(timing_of(r, 0, b)->stall_us == 0.0);  // its successor on the stream waited for c
-  CHECK(timing_of(r, 0, c)->stall_us == 0.0);
-  CHECK(timing_of(r, 0, d)->stall_us == Approx(100.0));
-  CHECK(timing_of(r, 0, e)->stall_us == 0.0);
-  CHECK(r.breakdown.compute_s == Approx((10'000 + 1'000 + 20'000 + 1'000 + 100 + 1'000) * 1e-6));
-  CHECK(r.breakdown.bubble_s == Approx((3 + 7 + 2 + 3) * 1e-6));
-  double exposed_s = 0;
-  for (double x : r.breakdown.exposed_comm_s) exposed_s += x;
-  CHECK(exposed_s == Approx(5'000 * 1e-6));
-  CHECK(r.breakdown.compute_s + r.breakdown.bubble_s + exposed_s == Approx(r.step_time_s));
-}
-
-// CollectiveSpec::sync_drift: a collective within the stage waits sync_drift x the time since
-// the stage's compute last waited for a call (the step's start, or a call that released a
-// compute op); an arrival spread (spread_drift x that time, by default twice the wait) beyond
-// poll_spin_us puts the earliest member to sleep, and the call then ends wake_us later. The
-// constant sync_skew_us never does.
-TEST_CASE("engine: arrival skew drifts with the compute since the last wait, and a wide spread sleeps", "[engine][closed-form]") {
-  Scenario s = cluster(2, 1, 1);
-  s.topology.collectives.sync_drift = 0.1;
-  s.topology.collectives.poll_spin_us = 500;
-  s.topology.collectives.wake_us = 50;
-  Hand h(s, 0);
-  const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
-  const BufferId y = h.b.buffer("y", 4096, DType::f32, MemCategory::activations, true);
-  const OpId a = h.timed(Stream::compute, 10'000);
-  const OpId e = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 7, {h.b.whole(x)}, Stream::tp_comm, {a});
-  const BufferId z = h.b.buffer("z", 4096, DType::f32, MemCategory::activations, true);
-  const OpId f = h.timed(Stream::compute, 1'000, {}, {}, {e});  // waits for e: the ranks resume together
-  // e's stream successor, released with f (quickstart's backward all-gather posted right after
-  // the previous call): it counts from e's end too, whichever of the two the engine releases
-  // first (until the twenty-third session it counted the 10 ms since the step began and slept).
-  const OpId m = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 9, {h.b.whole(z)}, Stream::tp_comm);
-  const OpId g = h.timed(Stream::compute, 1'000);
-  const OpId k = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 8, {h.b.whole(y)}, Stream::tp_comm, {g});
-  const StepIR ir = wrap(s, {h.b.finish()});
-  const StepResult r = simulate(ir).result;
-  // e: 10 ms of compute since the step began, a 1 ms wait; its spread of 2 ms sleeps.
-  CHECK(timing_of(r, 0, e)->start_us == Approx(11'000.0));
-  const double e_end = timing_of(r, 0, e)->end_us;
-  CHECK(timing_of(r, 0, f)->start_us == Approx(e_end));
-  CHECK(timing_of(r, 0, m)->start_us == Approx(e_end));  // no wait, and awake (below)
-  // k: 2 ms since e released f, a 0.2 ms wait; its spread of 0.4 ms does not sleep.
-  CHECK(timing_of(r, 0, k)->start_us == Approx(e_end + 2'000.0 + 200.0));
-
-  // Without the wake, e is exactly wake_us shorter and k as long as before.
-  Scenario awake = s;
-  awake.topology.collectives.wake_us = 0;
-  const StepResult r0 = simulate(wrap(awake, {ir.stages[0]})).result;
-  const auto span = [](const StepResult& res, OpId id) { return timing_of(res, 0, id)->end_us - timing_of(res, 0, id)->start_us; };
-  CHECK(span(r, e) - span(r0, e) == Approx(50.0));
-  CHECK(span(r, k) == Approx(span(r0, k)));
-  CHECK(span(r, m) == Approx(span(r0, m)));
-  // A fitted spread per us since (CollectiveSpec::spread_drift) decides the sleep instead of
-  // twice the drift: 0.01 x 10 ms = 100 us, inside the window, so e waits as long and is awake;
-  // 0.06 x 10 ms = 600 us sleeps it.
-  for (const double spread : {0.01, 0.06}) {
-    Scenario fitted = s;
-    fitted.topology.collectives.spread_drift = spread;
-    const StepResult rf = simulate(wrap(fitted, {ir.stages[0]})).result;
-    CHECK(timing_of(rf, 0, e)->start_us == Approx(11'000.0));
-    CHECK(span(rf, e) - span(r0, e) == Approx(spread > 0.05 ? 50.0 : 0.0).margin(1e-6));
-  }
-  // A constant skew as large as e's spread waits, but sleeps no one.
-  Scenario constant = s;
-  constant.topology.collectives.sync_drift = 0;
-  constant.topology.collectives.sync_skew_us = 1'000;
-  const StepResult rc = simulate(wrap(constant, {ir.stages[0]})).result;
-  CHECK(timing_of(rc, 0, e)->start_us == Approx(11'000.0));
-  CHECK(span(rc, e) == Approx(span(r0, e)));
+  // The gaps with nothing in flight are host time in the breakdown, not bubble (no pipeline):
+  // a to b, b to d (e to f lies in d's time on its stream: exposed).
+  CHECK(r.breakdown.bubble_s == 0.0);
+  CHECK(r.breakdown.host_s == Approx((3 + 2) * 1e-6));
 }
 
 // A CPU rank that owns its core: a communication thread keeps it from its call's start to its
@@ -252,47 +156,6 @@ TEST_CASE("engine: on a CPU host a communication thread takes the rank's core fr
   const double d0 = timing_of(r2, 0, c)->start_us, d1 = timing_of(r2, 0, c)->end_us;
   CHECK(timing_of(r2, 0, a)->start_us == 0.0);
   CHECK(timing_of(r2, 0, a)->end_us == Approx(10'000.0 + (d1 - d0) / 2).epsilon(1e-9));
-  // A spin window shorter than the call: the poller sleeps at c0 + 100 us and compute begins.
-  Scenario spin = s;
-  spin.topology.collectives.poll_spin_us = 100;
-  const StepResult rs = simulate(wrap(spin, {ir.stages[0]})).result;
-  CHECK(timing_of(rs, 0, a)->start_us == Approx(timing_of(rs, 0, c)->start_us + 100.0).epsilon(1e-12));
-  CHECK(timing_of(rs, 0, a)->end_us == Approx(timing_of(rs, 0, a)->start_us + 10'000.0).epsilon(1e-12));
-}
-
-// The woken worker (handoff_on_core_us): a collective released by compute op p holds the core
-// from p's end, posts handoff_on_core_us later (not stream_handoff_us: the rest of that mean is
-// a worker waiting while compute runs), and gives the core back compute_handoff_us after its
-// call; compute op q, free to run after p, begins then. Without the on-core part q runs at
-// once and is paused for the call instead, ending at the same time; the call posts
-// stream_handoff_us after p.
-TEST_CASE("engine: a woken communication worker holds the rank's core through its hand-off and call", "[engine][closed-form]") {
-  Scenario s = cluster(2, 1, 1, false);
-  s.topology.device.kind = DeviceKind::cpu;
-  s.topology.device.sm_count = 1;
-  s.topology.collectives.intra_sms = s.topology.collectives.inter_sms = s.topology.collectives.p2p_sms = 1;
-  s.topology.device.stream_handoff_us = 50;
-  s.topology.device.handoff_on_core_us = 5;
-  s.topology.device.compute_handoff_us = 3;
-  Hand h(s, 0);
-  const BufferId x = h.b.buffer("x", 4096, DType::f32, MemCategory::activations, true);
-  const OpId p = h.timed(Stream::compute, 1'000);
-  const OpId c = h.collective(paralab::CollKind::all_reduce, GroupKind::tp, 4096, 9, {h.b.whole(x)}, Stream::tp_comm, {p});
-  const OpId q = h.timed(Stream::compute, 1'000);
-  const StepIR ir = wrap(s, {h.b.finish()});
-  const StepResult r = simulate(ir).result;
-  CHECK(timing_of(r, 0, c)->start_us == Approx(1'000.0 + 5.0));
-  const double c1 = timing_of(r, 0, c)->end_us;
-  REQUIRE(c1 > 1'005.0);
-  CHECK(timing_of(r, 0, q)->start_us == Approx(c1 + 3.0));
-  CHECK(timing_of(r, 0, q)->end_us == Approx(c1 + 3.0 + 1'000.0));
-  Scenario off = s;
-  off.topology.device.handoff_on_core_us = 0;
-  const StepResult r0 = simulate(wrap(off, {ir.stages[0]})).result;
-  CHECK(timing_of(r0, 0, c)->start_us == Approx(1'000.0 + 50.0));
-  CHECK(timing_of(r0, 0, q)->start_us == Approx(1'000.0));
-  const double call = timing_of(r0, 0, c)->end_us - timing_of(r0, 0, c)->start_us;
-  CHECK(timing_of(r0, 0, q)->end_us == Approx(2'000.0 + call + 3.0));
 }
 
 // The seed example of data-parallel overlap: a 100 ms backward pass whose gradients need a
