@@ -64,6 +64,10 @@ struct ValidateOutcome {
   double run_to_run_step_spread_pct = 0;
   double run_to_run_op_mape_pct = 0;
   double reference_spread_pct = 0;
+  // How much longer the executions' compute streams run on average than the medians of their
+  // ops and of the gaps between them (%): the host's tail, which a model of typical op times
+  // (the corrections are robust fits) does not carry.
+  double tail_pct = 0;
   // The calibration's executions of this scenario (same digest; 0: none) against these runs'
   // median step: how far the machine moved since it calibrated.
   struct HostDrift {

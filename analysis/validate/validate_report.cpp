@@ -29,7 +29,8 @@ nlohmann::json validate_json(const ValidateOutcome& v) {
                   {"wall_s", v.execute_s},
                   {"run_to_run_op_mape_pct", measured_if(v.run_to_run_op_mape_pct)},
                   {"run_to_run_step_spread_pct", measured_if(v.run_to_run_step_spread_pct)},
-                  {"reference_spread_pct", measured_if(v.reference_spread_pct)}};
+                  {"reference_spread_pct", measured_if(v.reference_spread_pct)},
+                  {"tail_pct", measured_if(v.tail_pct)}};
   j["warnings"] = v.warnings;
   j["simulate_wall_s"] = v.simulate_s;
   j["wall_s"] = v.total_s;
@@ -52,9 +53,10 @@ std::string validate_table(const ValidateOutcome& v) {
                   "runs        %zu executions in %d launch%s, step time %.4g .. %.4g s (the median-step execution compared,\n"
                   "            each op at its median over them all)\n"
                   "noise       one execution differs from another by %.1f%% per op (MAPE) and from the medians by %.1f%%;\n"
-                  "            their steps spread %.1f%% (max - min over the median)\n\n",
+                  "            their steps spread %.1f%% (max - min over the median); their compute streams run %.1f%%\n"
+                  "            longer on average than their ops' and gaps' medians (the host's tail)\n\n",
                   v.run_step_times_s.size(), v.launches, v.launches == 1 ? "" : "es", *lo, *hi, v.run_to_run_op_mape_pct,
-                  v.reference_spread_pct, v.run_to_run_step_spread_pct);
+                  v.reference_spread_pct, v.run_to_run_step_spread_pct, v.tail_pct);
     out += buf;
   }
   if (const auto& h = v.host_drift; h.executions > 0) {

@@ -6,7 +6,7 @@
 # host's drift between a calibration and its reference (10-20 % on the 2-core build machine on a
 # bad day: bench/results/validate_cpu.md); the same references for both models leave only the
 # model's. Optional overrides of the calibrated topology's keys (`section.key=value`, e.g.
-# `collectives.sync_skew_us=0`) try a value without a new calibration. Prints markdown rows.
+# `device.mem_efficiency=0.9`) try a value without a new calibration. Prints markdown rows.
 #
 #   bench/validate/rescore.sh [--build DIR] [--set section.key=value]... PASSDIR [SCENARIO...]
 set -euo pipefail

@@ -37,16 +37,16 @@ CoreShare::CoreShare(const StepIR& ir) {
   mode_ = comm_holds ? Mode::rank_cores : Mode::none;
 }
 
-// rank_cores: a communication thread moving data takes a core from the rank's compute thread
-// for its call (a woken thread preempts the running one, and a call of microseconds ends
-// within the scheduler's slice: Linux EEVDF, Documentation/scheduler/sched-eevdf.rst), so
-// compute keeps the cores the communication threads leave, (cores - held) / cores of them,
-// none when they hold them all.
+// rank_cores: a communication thread moving data is one more runnable thread on the rank's
+// cores, and the scheduler shares them fairly: compute runs at cores / (cores + busy
+// communication threads), the "ideal, precise multi-tasking CPU" of Linux's fair scheduler
+// (Documentation/scheduler/sched-design-CFS.rst; EEVDF keeps its fair share,
+// sched-eevdf.rst).
 double CoreShare::rate(int64_t held) const {
   held = std::max<int64_t>(0, held);
   switch (mode_) {
     case Mode::sms: return static_cast<double>(std::max<int64_t>(1, sms_ - held)) / static_cast<double>(sms_);
-    case Mode::rank_cores: return static_cast<double>(std::max<int64_t>(0, sms_ - held)) / static_cast<double>(sms_);
+    case Mode::rank_cores: return static_cast<double>(sms_) / static_cast<double>(sms_ + held);
     case Mode::none:
     case Mode::node_cores: return 1.0;
   }

@@ -5,8 +5,8 @@
 //   - sms (GPU): communication kernels hold SMs; compute runs on the rest at
 //     rate = max(1, SMs - held) / SMs.
 //   - rank_cores (CPU host, every rank with its own sm_count cores): a communication thread,
-//     while its call moves data, takes a core from the compute thread,
-//     rate = max(0, cores - busy communication threads) / cores (0: compute waits).
+//     while its call moves data, shares the rank's cores with the compute thread,
+//     rate = cores / (cores + busy communication threads).
 //   - node_cores (CPU host whose ranks outnumber NodeSpec::cores): the node's cores are a pool
 //     (sim/engine/core_pool.hpp) that the compute ops of every rank on the node take turns on.
 //     No rate: an op runs at full speed once it has a core.
@@ -27,9 +27,9 @@ class CoreShare {
   explicit CoreShare(const StepIR& ir);
 
   [[nodiscard]] Mode mode() const { return mode_; }
-  // The rate [0, 1] at which a stage's compute progresses beside communication calls that
-  // hold `held` SMs (sms: at least one SM's worth) or threads (rank_cores: 0 when they hold
-  // every core); 1 in the other regimes.
+  // The rate (0, 1] at which a stage's compute progresses beside communication calls that
+  // hold `held` SMs (sms: at least one SM's worth) or threads (rank_cores: the fair share);
+  // 1 in the other regimes.
   [[nodiscard]] double rate(int64_t held) const;
 
   // node_cores: the node's cores, the pool (node) of each stage (its representative's node),

@@ -22,14 +22,7 @@ void Engine::start_compute(uint32_t s, OpId id) {
     return;
   }
   st.ev_seq[id] = seq_;
-  // Every core of the rank held by communication (rank_cores, rate 0): the compute thread is
-  // not running, so the op begins when a core comes back (set_rate), as the executor's op_begin
-  // does.
-  if (st.rate == 0.0) {
-    st.running.push_back(StageState::Running{id, st.dur[id], now_, false});
-    return;
-  }
-  st.running.push_back(StageState::Running{id, st.dur[id], now_, true});
+  st.running.push_back(StageState::Running{id, st.dur[id], now_});
   schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
 }
 
@@ -76,29 +69,17 @@ void Engine::release_sms(uint32_t s, OpId id) {
   set_rate(s);
 }
 
-// Compute progresses at the rate core_share.hpp gives for what communication holds (SMs left
-// free, or the rank's cores left to it): every compute op in flight on the stage is
-// rescheduled when it changes. At rate 0 an op in flight pauses (its completion events go
-// stale and none is pushed) and one dispatched then waits; when the rate comes back the paused
-// ops resume and the waiting ones begin now.
+// Compute progresses at the rate core_share.hpp gives for what communication holds (the SMs
+// left free, or the rank's fair share of its cores): every compute op in flight on the stage is
+// rescheduled when it changes.
 void Engine::set_rate(uint32_t s) {
   StageState& st = stages_[s];
   const double rate = share_->rate(st.held_sms);
   if (rate == st.rate) return;
   for (StageState::Running& r : st.running) {
-    if (r.begun) r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
+    r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
     r.since_us = now_;
     st.ev_seq[r.op] = seq_;
-    if (rate == 0.0) {
-      // One released at this same instant as the call that takes the core has not begun: its
-      // thread was preempted first (whichever of the two the engine released first).
-      if (st.start[r.op] == now_) r.begun = false;
-      continue;
-    }
-    if (!r.begun) {
-      r.begun = true;
-      st.start[r.op] = now_;
-    }
     schedule(s, r.op, now_ + r.left_us / rate);
   }
   st.rate = rate;

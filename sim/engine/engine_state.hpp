@@ -72,7 +72,6 @@ struct StageState {
   struct Running {
     OpId op;
     double left_us, since_us;
-    bool begun = true;  // false: dispatched while communication held every core (rate 0)
   };
   std::vector<Running> running;
   int64_t held_sms = 0;
