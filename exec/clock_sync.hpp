@@ -37,7 +37,7 @@ struct ClockSample {
 [[nodiscard]] ClockOffset cristian_offset(const std::vector<ClockSample>& samples);
 
 // Round trips per peer: enough that one of them meets both sides running on a host with more
-// ranks than cores (measured on 4 ranks sharing 2 cores: docs/executor.md).
+// ranks than cores (docs/executor.md, "Clocks").
 inline constexpr int kClockSyncRounds = 24;
 
 }  // namespace paralab::exec

@@ -4,13 +4,7 @@
 // (exec/mpi/mpi_transport.cpp, wait_all), because a poller past that window would take a core
 // from its own rank's compute thread for as long as the peer is late. A sleeper, though, only
 // sees its peer arrive at its next test, and every round of the transfer after it waits for
-// that sleeper's next test again: on quickstart (2 ranks, 2 cores, bench/results/
-// validate_cpu.md, "thirty-ninth session") a TP all-gather or reduce-scatter whose early member
-// had gone to sleep ended 223-238 us after the last arrival on the late member and 416-436 us
-// on the sleeper (all-reduces 267-307 and 626-660 us; medians over two references of 7 runs);
-// which member is early is a coin toss per call, so the per-op times of a rank were a mix of
-// the two. With doorbells both ended 193-208 us after it (all-reduces 84-85 us), three
-// references.
+// that sleeper's next test again, so a call's time would depend on which member came first.
 //
 // A doorbell is a word in memory the host's processes share, one per (rank of the host, group
 // slot). A member entering a call of a group rings the bells of the group's other members on
@@ -71,7 +65,7 @@ class Doorbells {
 };
 
 // Whether a host's ranks ring doorbells: on (the default) or off (pollers sleep on a timer
-// alone, as before the thirty-ninth session; for comparisons). The command line reads it once,
+// alone; for comparisons). The command line reads it once,
 // from PARALAB_DOORBELLS (on | off), and hands it to the transport (make_mpi_transport).
 struct DoorbellMode {
   bool on = true;

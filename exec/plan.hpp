@@ -151,8 +151,7 @@ std::pair<int64_t, int64_t> position_grad_rows(const RankPlan& plan, int64_t T);
 // The rows [first, last) of embedding_fwd's [T, h] output to which this tensor rank adds the
 // learned positions: its 1/tp share of whole positions (rows are (position, batch entry)). The
 // TP all-reduce / reduce-scatter that follows sums every position in exactly once, and the
-// ranks do equal work (rank 0 adding them all cost it 1.0 ms more per micro-batch than rank 1
-// on quickstart's CPU run: bench/results/validate_cpu.md, "seventh session").
+// ranks do equal work (one rank adding them all would lag the others every micro-batch).
 std::pair<int64_t, int64_t> position_add_rows(const RankPlan& plan, int64_t T);
 
 // An attention op's geometry on this rank: batch, local query heads, local KV groups, head

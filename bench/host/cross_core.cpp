@@ -4,9 +4,8 @@
 // reader's copy rate is taken per window. On a dedicated machine every window gives the same
 // rate. On a virtual machine whose vCPUs the hypervisor moves between cores that share a cache
 // and cores that do not, the rate has two levels and switches between them: on this project's
-// 2-vCPU AMD EPYC guest 512 KiB took 11.3 us or 23.8 us, in phases of 1-15 s, and the CPU
-// backend's 1 MB tensor-parallel all-gathers took 65-70 us or 250-260 us with them
-// (bench/results/validate_cpu.md, "forty-third session"). host_steadiness.cpp measures each
+// 2-vCPU AMD EPYC guest 512 KiB took about 11 or 24 us, in phases of seconds, and the CPU
+// backend's tensor-parallel all-gathers moved with it. host_steadiness.cpp measures each
 // core alone; this measures what lies between them.
 //
 //   paralab_host_cross_core [--seconds S] [--window-ms W] [--kib K]   (defaults 6 s, 250 ms, 512)

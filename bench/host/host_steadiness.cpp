@@ -8,7 +8,7 @@
 //     tenant competes for those ports.
 // A dedicated core gives the same rates in every window (within a few %). When the throughput
 // rate moves and the latency rate does not, the core's ports are shared (another tenant's
-// thread on its sibling): the twentieth session's host, bench/results/validate_cpu.md.
+// thread on its sibling).
 //
 //   paralab_host_steadiness [--seconds S] [--window-ms W]     (defaults 10 s, 250 ms)
 //

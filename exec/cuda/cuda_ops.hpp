@@ -119,9 +119,9 @@ class LtGemm {
 // The stream's per-op device scalars (StreamRes::scalars), one fixed slot per use; the ops of a
 // stream run in its order, so each op's slots are its own while it runs. The FP8 scale factors
 // cuBLASLt reads (A/B_SCALE_POINTER) sit 256 B apart, each aligned as its own cudaMalloc would
-// be, as Transformer Engine's scale_inv tensors are: cuBLASLt 13.1 refused every FP8 call with
-// them at +8 and +12 bytes of one allocation (H200, 2026-11-27), and its documentation states
-// no alignment for them, so the backend gives them the most any allocation has.
+// be, as Transformer Engine's scale_inv tensors are: cuBLASLt refuses FP8 calls with them at +8
+// and +12 bytes of one allocation, and its documentation states no alignment for them, so the
+// backend gives them the most any allocation has.
 struct ScalarSlots {
   static constexpr size_t kBytes = 1024;
   static constexpr size_t kFp8Amax = 0;         // float[2]: amax of A, of B (our kernels only)

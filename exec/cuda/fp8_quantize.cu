@@ -3,10 +3,8 @@
 //
 // Memory-bound: every linear GEMM of an FP8 step reads both bf16 operands twice (amax, then the
 // scaled copy) and writes an e4m3 copy, about 5 bytes per element and 430 M elements per layer
-// and micro-batch of gpu-1-fp8 (gpt-1.7b, 4,096 tokens; 30 % of them weights). The first
-// kernels (an element per thread, 2-byte loads through a dtype switch, byte stores) made
-// gpu-1-fp8's linear GEMMs 1.7x slower than bf16 on an H200 (0.51 s against 0.30 s a step,
-// bench/results/exec_cuda.md, 2026-11-30). So:
+// and micro-batch of gpu-1-fp8 (gpt-1.7b, 4,096 tokens; 30 % of them weights), so it must run
+// at HBM speed (an element per thread with byte stores does not: bench/results/exec_cuda.md):
 //   * vector path: 8 elements per thread and access (16-byte loads of bf16/f16, two of f32;
 //     8-byte e4m3 stores), for operands whose rows start 16-byte aligned (cols and ld multiples
 //     of 8, the pointer 16-byte aligned): every linear operand of the GPT and Llama scenarios;
@@ -99,7 +97,7 @@ __global__ void amax_vec_kernel(const void* x, int64_t rows, int64_t cv, int64_t
 // round to nearest even, finite values beyond 448 and infinities saturated to +-448, as
 // kernels/dtype.hpp's OFP8 encoder does; the [gpu] test compares both paths with the host twin
 // bit for bit. (NaN inputs give a NaN code either way, not necessarily with the same sign bit.)
-// The software encoder took about half the vector kernel's time on an H200 (2026-11-30).
+// The hardware conversion matters: the software encoder costs about half the vector kernel.
 __device__ __forceinline__ uint2 pack8(const float (&f)[kVec], float scale) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   auto pair = [&](int j) {

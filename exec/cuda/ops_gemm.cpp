@@ -144,8 +144,8 @@ bool LtGemm::run(const LtCall& c) {
   const void* c_in = fp8 && c.beta == 0.0f ? nullptr : c.c;
   cublasStatus_t st =
       cublasLtMatmul(handle_, e.desc, &alpha, c.a, e.a, c.b, e.b, &c.beta, c_in, e.c, c.c, e.c, &e.algos[0], ws_, ws_bytes_, stream_);
-  // The heuristic can offer an FP8 algorithm the call then refuses (an H200 with CUDA 13.0 at
-  // gpt-1.7b's shapes, 2026-11-27; nothing is enqueued): the next candidate is tried, and a shape
+  // The heuristic can offer an FP8 algorithm the call then refuses (nothing is enqueued): the
+  // next candidate is tried, and a shape
   // none of them runs is remembered as one without FP8, so the caller falls back at once.
   while (fp8 && st == CUBLAS_STATUS_NOT_SUPPORTED) {
     e.algos.erase(e.algos.begin());

@@ -63,9 +63,7 @@ class MpiComm final : public GroupComm {
   // cost is the ring the simulator models. libnbc's are not symmetric: its reduce-scatter
   // reduces everything on communicator rank 0 and scatters from there, and on a 2-core host
   // its all-gathers and reduce-scatters ended up to 2-3x later on rank 0 than on the other
-  // member (cpu-tp2-dp2-zero3, timed from the last arrival). The rings are faster too:
-  // quickstart's 1 MiB reduce-scatters 0.9 -> 0.45 ms, its step 10.7 -> 9.8 s
-  // (bench/results/validate_cpu.md, "seventh session").
+  // member (timed from the last arrival); the rings are symmetric, and faster too.
   void all_gather(const void* send, void* recv, int64_t count, DType t, const WaitPolicy& w) override {
     const int64_t block = count * bytes_of(t);
     auto* out = static_cast<char*>(recv);
@@ -170,9 +168,8 @@ class MpiTransport final : public Transport {
     if (!init) {
       // Open MPI's nonblocking all-reduce (libnbc) takes a binomial reduce + broadcast for
       // small buffers, whose root (communicator rank 0) sees the call end well after the other
-      // members: on cpu-tp2-pp2-gpipe (4 ranks, 2 cores) 251 against 63 us from the last
-      // arrival (medians, 6 runs). Its ring is symmetric (116 / 119 us), as the simulator's
-      // ring all-reduce and NCCL's are (bench/results/validate_cpu.md, "seventh session").
+      // members (about 4x later, from the last arrival). Its ring is symmetric, as the
+      // simulator's ring all-reduce and NCCL's are.
       // Read by Open MPI at init; a value the user set wins; other MPI libraries ignore it.
       setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
       int provided = 0;

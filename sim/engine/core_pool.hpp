@@ -8,10 +8,7 @@
 // first served (exec/core_turns.hpp: an op's timing begins once its thread holds a turn, and
 // at most `cores` threads of the node hold one; a holder still loses its core for a tenth of
 // its op or more in 9-11 % of ops, and a poller re-queues instead of sleeping:
-// docs/executor.md, "Core turns"). Before turns (2026-11-23) the fair scheduler's slices
-// (milliseconds) were longer than most ops (0.01-1 ms), so an op rarely lost its core midway
-// (measured on cpu-pp4: an op's wall time matched its thread CPU time, while compute threads
-// waited 0.3-1.7 ms between ops). Claims are served first come, first served per node; equal
+// docs/executor.md, "Core turns"). Claims are served first come, first served per node; equal
 // times keep the engine's event order, so runs are identical.
 #pragma once
 

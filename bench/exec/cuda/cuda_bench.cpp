@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
       // FP8 quantization of the largest linear operand (the fc1 weight, [fc1_cols, hidden], as
       // the backend quantizes it at every call): amax reads it, the e4m3 copy reads it and writes
       // a byte per element. "scalar path": the same matrix as a view with an odd row stride,
-      // which exec/cuda/fp8_quantize.cu cannot vectorize (the kernels before 2026-11-30).
+      // which exec/cuda/fp8_quantize.cu cannot vectorize.
       const DType t = m.act;
       const int64_t R = m.fc1_cols(), C = m.hidden, es = bytes_of(t), n = R * C;
       DevMem x(R * (C + 1) * es), q(n), slots(ScalarSlots::kBytes);

@@ -1,15 +1,14 @@
 // bench/exec/cuda/fp8_probe.cpp — which cuBLASLt FP8 (e4m3) matmul configurations this GPU and
-// library run, beside a bf16 control. On an H200 with cuBLASLt 13.1 (2026-11-27) every FP8
-// call of the backend (exec/cuda/ops_gemm.cpp: "TN", bf16 C == D in place, A/B scale
-// pointers, BIAS epilogue or none) was refused by cublasLtMatmul with
-// CUBLAS_STATUS_NOT_SUPPORTED for each of the 7-8 algorithms the heuristic had offered, and the
-// library logged no reason. This probe varies one thing at a time from that call and reports,
+// library run, beside a bf16 control. cuBLASLt can refuse an FP8 call ("TN", bf16 C == D in
+// place, A/B scale pointers, BIAS epilogue or none) with CUBLAS_STATUS_NOT_SUPPORTED for every
+// algorithm its heuristic offered, without logging a reason. This probe varies one thing at a
+// time from the call that was refused and reports,
 // per variant, how many algorithms the heuristic offers and how many of them the call then
 // runs, so one short GPU run says which difference matters. Shapes: gpt-1.7b's QKV GEMM
 // (m 6912, n 1024, k 2304) and a small 64^3 one. Last, per shape, the backend's own LtGemm::run
-// (exec/cuda) with the FP8 call ops_gemm.cpp makes, and a bf16 control through it. Since
-// 2026-11-28 the backend passes C as nullptr (beta 0) and keeps its scales 256 B apart
-// ("backend now"); the variant named "backend until 2026-11-28" is the call that was refused.
+// (exec/cuda) with the FP8 call ops_gemm.cpp makes, and a bf16 control through it. The backend
+// passes C as nullptr (beta 0) and keeps its scales 256 B apart ("backend now"); "refused call"
+// is the call that was refused (in place, scales at +8/+12 bytes).
 //
 // Usage: paralab_fp8_probe [--out FILE]   (one JSON document on stdout, and FILE)
 #include <cublasLt.h>
@@ -231,7 +230,7 @@ int main(int argc, char** argv) {
     };
     const std::vector<Variant> variants = {
         with("control: bf16 inputs, in place (as the backend's bf16 calls)", [](Variant& v) { v.bf16_inputs = true; }),
-        with("backend until 2026-11-28 (in place, scales at +8/+12 bytes)", [](Variant&) {}),
+        with("refused call (in place, scales at +8/+12 bytes)", [](Variant&) {}),
         with("backend + BIAS epilogue", [](Variant& v) { v.bias = true; }),
         with("D out of place", [](Variant& v) { v.out_of_place = true; }),
         with("C nullptr, D out of place", [](Variant& v) { v.c_null = true, v.out_of_place = true; }),

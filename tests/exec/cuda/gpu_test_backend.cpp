@@ -229,8 +229,7 @@ TEST_CASE("one GPU, fp16 from a loss scale of 2^32: the scale backs off on the d
 TEST_CASE("one GPU, GPT in FP8: every linear GEMM in e4m3 on cuBLASLt, within --verify's FP8 bound, the loss near CPU's",
           "[gpu][exec][cuda][step]") {
   // The FP8 path (scaled e4m3 copies in the TN layout, A/B scale pointers, the BIAS epilogue or
-  // our bias kernel) had never run on a GPU until gpu-1-fp8 failed in cublasLtMatmul
-  // (2026-11-27, H200): this runs it at the quickstart's shapes, all multiples of 16.
+  // our bias kernel) at the quickstart's shapes, all multiples of 16.
   auto sets = kOneGpuGpt;
   sets.push_back("training.precision=fp8");
   sets.push_back("cluster.topology=dgx-h100");  // cpu-host has no FP8 peak to plan with
