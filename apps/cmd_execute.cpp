@@ -22,9 +22,7 @@
 #if defined(PARALAB_EXEC_MPI)
 #include "exec/mpi/mpi_transport.hpp"
 #endif
-#if defined(PARALAB_EXEC_CUDA)
-#include "exec/cuda/thread_world.hpp"
-#endif
+#include "exec/cuda_plugin.hpp"
 
 namespace paralab::cli {
 
@@ -213,11 +211,7 @@ int run_execute(int argc, char** argv) {
       if (n != std::floor(n)) throw UsageError("--gpus needs a whole number, got '" + *g + "'");
       if (opts.backend != "cuda") throw UsageError("--gpus needs --backend cuda (one process, a thread per GPU)");
       if (launcher_size() > 0) throw UsageError("--gpus is for runs without mpirun; under mpirun each process drives one GPU");
-#if defined(PARALAB_EXEC_CUDA)
       gpus = static_cast<int>(n);
-#else
-      throw UsageError("--gpus needs the cuda backend, which this paralab was built without (exec/cuda/)");
-#endif
     }
     opts.fault = parse_fault(std::getenv("PARALAB_EXEC_FAULT"));
     s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
@@ -293,16 +287,14 @@ int run_execute(int argc, char** argv) {
     return static_cast<int>(status);
   };
 
-#if defined(PARALAB_EXEC_CUDA)
   if (gpus > 0) {
     try {
-      return exec::cuda::run_rank_threads(gpus, run_rank);
+      return exec::cuda_plugin().run_rank_threads(gpus, run_rank);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paralab execute: error: %s\n", e.what());
       return 1;
     }
   }
-#endif
   // The world: MPI under a launcher, one rank otherwise.
   std::unique_ptr<exec::Transport> world;
   try {

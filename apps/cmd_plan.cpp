@@ -1,17 +1,29 @@
 // paralab plan — every valid layout of the scenario's model on its cluster, simulated and
 // ranked. Keys the scenario sets in [parallel] (and micro_batch_size, recompute) are pinned.
+// A sweep file ([[sweep]] entries) plans several scenarios or clusters in one job; under
+// mpirun the ranks share the simulations and rank 0 prints what one process prints.
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
+#include "analysis/launch.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "apps/plan_mpi.hpp"
 #include "ir/enum_names.hpp"
+#include "ir/raw_config.hpp"
 #include "ir/scenario_loader.hpp"
+#include "ir/schema.hpp"
 #include "ir/summary_json.hpp"
 #include "plan/planner.hpp"
 #include "results/result_io.hpp"
+#if defined(PARALAB_EXEC_MPI)
+#include "exec/mpi/mpi_transport.hpp"
+#endif
 
 namespace paralab::cli {
 
@@ -27,6 +39,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--min-context-tokens", true, "least tokens per context-parallel rank (default 2048)"},
     {"--max-virtual-stages", true, "most virtual pipeline stages per stage (default 8)"},
     {"--refine", true, "best screened layouts to re-simulate with two runs (default 16)"},
+    {"--no-prune", false, "simulate every layout that fits, without the lower bound's pruning (docs/planner.md)"},
     {"--exact", false, "simulate every micro-batch of every candidate (slower; default screens, see docs/planner.md)"},
     {"--help", false, "this help"},
 };
@@ -79,7 +92,7 @@ Candidate parse_baseline(const std::string& text, const Scenario& base) {
 
 nlohmann::json layout_entry(const PlannedLayout& l, size_t rank) {
   nlohmann::json j = summary_json(l.result);
-  j.erase("ranks");
+  for (const char* k : {"ranks", "sim_wall_s", "wall_s"}) j.erase(k);  // deterministic output
   const Candidate& c = l.candidate;
   j["rank"] = rank;
   j["layout"] = {{"tensor", c.tensor},
@@ -124,9 +137,14 @@ std::string csv(const PlanResult& r) {
 }
 
 void print_table(const PlanResult& r, size_t top) {
-  std::printf("candidates: %lld considered, %lld invalid, %lld over memory, %lld dominated, %lld simulated (%lld did not fit), %.1f s\n",
+  std::printf("candidates: %lld considered, %lld invalid, %lld over memory, %lld dominated, %lld ruled out by the lower bound, "
+              "%lld simulated (%lld did not fit)\n",
               (long long)r.considered, (long long)r.invalid, (long long)r.pruned_memory, (long long)r.pruned_dominated,
-              (long long)r.simulated, (long long)r.simulated_not_fitting, r.wall_s);
+              (long long)r.pruned_bound, (long long)r.simulated, (long long)r.simulated_not_fitting);
+  const double bounded = static_cast<double>(r.pruned_bound + r.simulated);
+  if (bounded > 0)
+    std::printf("prune rate: %.1f%% of the %lld layouts left after memory and dominance (%lld one-layer probes)\n",
+                100.0 * static_cast<double>(r.pruned_bound) / bounded, (long long)bounded, (long long)r.probes);
   long long excluded = 0;
   for (const auto& [why, n] : r.excluded_by_bounds) excluded += n;
   if (excluded) {
@@ -166,15 +184,104 @@ void print_table(const PlanResult& r, size_t top) {
 
 }  // namespace
 
+nlohmann::json plan_json(const Scenario& base, const PlanResult& r) {
+  nlohmann::json j;
+  j["scenario"] = base.name;
+  j["candidates_considered"] = r.considered;
+  j["candidates_invalid"] = r.invalid;
+  j["candidates_pruned_memory"] = r.pruned_memory;
+  j["candidates_pruned_dominated"] = r.pruned_dominated;
+  j["candidates_pruned_bound"] = r.pruned_bound;
+  j["candidates_simulated"] = r.simulated;
+  j["candidates_simulated_not_fitting"] = r.simulated_not_fitting;
+  const double bounded = static_cast<double>(r.pruned_bound + r.simulated);
+  j["prune_rate"] = bounded > 0 ? static_cast<double>(r.pruned_bound) / bounded : 0.0;
+  j["lower_bound_probes"] = r.probes;
+  j["invalid_by_reason"] = r.invalid_by_reason;
+  j["excluded_by_bounds"] = r.excluded_by_bounds;
+  nlohmann::json layouts = nlohmann::json::array();
+  for (size_t i = 0; i < r.layouts.size(); ++i) layouts.push_back(layout_entry(r.layouts[i], i + 1));
+  j["layouts"] = layouts;
+  nlohmann::json pareto = nlohmann::json::array();
+  for (size_t i : r.pareto) pareto.push_back(i + 1);
+  j["pareto_front"] = pareto;
+  if (r.baseline) j["baseline"] = layout_entry(*r.baseline, 0);
+  if (!r.layouts.empty()) {
+    const PlannedLayout* other = r.baseline ? &*r.baseline : (r.layouts.size() > 1 ? &r.layouts[1] : nullptr);
+    if (other) j["explanation"] = explain(r.layouts[0], *other);
+  }
+  return j;
+}
+
+// One entry of a sweep file: a scenario (relative to the sweep file) and its overrides.
+struct SweepEntry {
+  std::string label;
+  std::string scenario;
+  std::vector<std::string> sets;
+};
+
+// `set = "cluster.nodes=64; training.global_batch_size=1536"`: overrides, ';'-separated.
+std::vector<std::string> split_sets(const RawValue& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(read_string(v, "sweep.set"));
+  for (std::string item; std::getline(ss, item, ';');) {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) continue;
+    item = item.substr(b, e - b + 1);
+    if (item.find('=') == std::string::npos)
+      throw ConfigError(v.loc, "sweep.set", v.text, "each override must be section.key=value", "\"a.b=1; c.d=2\"");
+    out.push_back(item);
+  }
+  return out;
+}
+
+// The entries of `file` when it is a sweep file ([[sweep]] tables with scenario, optional set
+// and label), else nothing (it is a scenario).
+std::optional<std::vector<SweepEntry>> read_sweep(const std::string& file) {
+  const RawFile raw = read_toml_file(file);
+  auto it = raw.arrays.find("sweep");
+  if (it == raw.arrays.end()) return std::nullopt;
+  if (!raw.values.empty())
+    throw ConfigError(raw.values.begin()->second.loc, raw.values.begin()->first, raw.values.begin()->second.text,
+                      "a sweep file holds [[sweep]] entries only", "[[sweep]] with scenario, set, label");
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  std::vector<SweepEntry> out;
+  for (const RawTable& e : it->second) {
+    SweepEntry s;
+    for (const auto& [k, v] : e) {
+      if (k == "scenario") s.scenario = (dir / read_string(v, "sweep.scenario")).string();
+      else if (k == "label") s.label = read_string(v, "sweep.label");
+      else if (k == "set") s.sets = split_sets(v);
+      else throw ConfigError(v.loc, "sweep." + k, v.text, "unknown key", "scenario, set, label");
+    }
+    if (s.scenario.empty())
+      throw ConfigError(SourceLoc{file, e.empty() ? 0 : e.begin()->second.loc.line, 0}, "sweep.scenario", "", "required key is missing",
+                        "a scenario file, relative to the sweep file");
+    if (s.label.empty()) s.label = std::filesystem::path(s.scenario).stem().string() + (s.sets.empty() ? "" : " (" + std::to_string(out.size() + 1) + ")");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 int run_plan(int argc, char** argv) {
   const Args a = parse(argc, argv, 1, kOptions);
   if (a.flag("--help")) {
-    std::printf("usage: paralab plan SCENARIO [options]\n%s", options_help(kOptions).c_str());
+    std::printf("usage: paralab plan SCENARIO|SWEEP [options]      (under mpirun: the ranks share the simulations)\n%s",
+                options_help(kOptions).c_str());
     return 0;
   }
   const std::string file = a.require_positional(0, "SCENARIO");
-  const Scenario base = load_scenario(file, a.sets, /*check_layout=*/false);
+  std::vector<SweepEntry> entries;
+  if (auto sweep = read_sweep(file)) entries = std::move(*sweep);
+  else entries.push_back({"", file, {}});
+  std::vector<Scenario> bases;
+  for (const SweepEntry& e : entries) {
+    std::vector<std::string> sets = e.sets;
+    sets.insert(sets.end(), a.sets.begin(), a.sets.end());
+    bases.push_back(load_scenario(e.scenario, sets, /*check_layout=*/false));
+  }
   check_outputs(a, {"--csv"});
+  if (a.value("--csv") && entries.size() > 1) throw UsageError("--csv writes one plan; a sweep has " + std::to_string(entries.size()));
   PlanOptions o;
   if (auto v = a.value("--top")) o.top = static_cast<size_t>(std::max<int64_t>(1, to_int("--top", *v)));
   if (auto v = a.value("--threads")) o.threads = static_cast<int>(to_int("--threads", *v));
@@ -183,51 +290,51 @@ int run_plan(int argc, char** argv) {
   if (auto v = a.value("--min-context-tokens")) o.bounds.min_context_tokens = to_int("--min-context-tokens", *v);
   if (auto v = a.value("--max-virtual-stages")) o.bounds.max_virtual_stages = to_int("--max-virtual-stages", *v);
   o.exact = a.flag("--exact");
+  o.prune = !a.flag("--no-prune");
   if (auto v = a.value("--refine")) o.refine = static_cast<size_t>(to_int("--refine", *v));
-  if (auto v = a.value("--baseline")) o.baseline = parse_baseline(*v, base);
 
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  // Under mpirun: the ranks share the simulations; rank 0 prints.
+  std::unique_ptr<exec::Transport> world;
+#if defined(PARALAB_EXEC_MPI)
+  if (calib::launcher_size() > 1)
+    world = exec::make_mpi_transport(&argc, &argv, exec::CoreTurnsMode::from_environment(), exec::DoorbellMode::from_environment());
+#endif
+  const bool root = !world || world->rank() == 0;
+  if (world) o.runner = mpi_runner(*world, o.threads);
+  // Progress on a terminal only, never with --json.
+  const bool bar = root && !a.flag("--json") && ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
-  auto progress = [&](int64_t done, int64_t total) {
-    if (!tty) return;
+  auto progress = [&](const PlanProgressInfo& p) {
+    if (!bar) return;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-    const int width = 30, fill = total > 0 ? static_cast<int>(width * done / total) : width;
-    std::fprintf(stderr, "\r[%s%s] %lld/%lld simulated, ETA %.0f s   ", std::string(static_cast<size_t>(fill), '#').c_str(),
-                 std::string(static_cast<size_t>(width - fill), ' ').c_str(), (long long)done, (long long)total, eta);
-    if (done == total) std::fprintf(stderr, "\n");
+    const double rate = p.simulated > 0 ? el / static_cast<double>(p.simulated) : 0;
+    std::fprintf(stderr, "\r\033[K%lld screened, %lld simulated, up to %lld ahead, ETA <= %.0f s", (long long)p.bounded,
+                 (long long)p.simulated, (long long)p.remaining, rate * static_cast<double>(p.remaining));
   };
-  const PlanResult r = plan(base, o, progress);
-
-  if (auto path = a.value("--csv")) write_file_atomic(*path, csv(r));
-  if (a.flag("--json")) {
-    nlohmann::json j;
-    j["scenario"] = base.name;
-    j["candidates_considered"] = r.considered;
-    j["candidates_invalid"] = r.invalid;
-    j["candidates_pruned_memory"] = r.pruned_memory;
-    j["candidates_pruned_dominated"] = r.pruned_dominated;
-    j["candidates_simulated"] = r.simulated;
-    j["candidates_simulated_not_fitting"] = r.simulated_not_fitting;
-    j["invalid_by_reason"] = r.invalid_by_reason;
-    j["excluded_by_bounds"] = r.excluded_by_bounds;
-    nlohmann::json layouts = nlohmann::json::array();
-    for (size_t i = 0; i < r.layouts.size(); ++i) layouts.push_back(layout_entry(r.layouts[i], i + 1));
-    j["layouts"] = layouts;
-    nlohmann::json pareto = nlohmann::json::array();
-    for (size_t i : r.pareto) pareto.push_back(i + 1);
-    j["pareto_front"] = pareto;
-    if (r.baseline) j["baseline"] = layout_entry(*r.baseline, 0);
-    if (!r.layouts.empty()) {
-      const PlannedLayout* other = r.baseline ? &*r.baseline : (r.layouts.size() > 1 ? &r.layouts[1] : nullptr);
-      if (other) j["explanation"] = explain(r.layouts[0], *other);
+  nlohmann::json sweep_json = nlohmann::json::array();
+  int status = 0;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (auto v = a.value("--baseline")) o.baseline = parse_baseline(*v, bases[i]);
+    const PlanResult r = plan(bases[i], o, progress);
+    if (bar) std::fprintf(stderr, "\r\033[K");
+    if (root) std::fprintf(stderr, "paralab plan: %s%s%lld candidates in %.1f s\n", entries[i].label.c_str(),
+                           entries[i].label.empty() ? "" : ": ", (long long)r.considered, r.wall_s);
+    if (r.layouts.empty()) status = 3;
+    if (!root) continue;
+    if (auto path = a.value("--csv")) write_file_atomic(*path, csv(r));
+    if (a.flag("--json")) {
+      nlohmann::json j = plan_json(bases[i], r);
+      if (entries.size() == 1) std::printf("%s\n", j.dump(2).c_str());
+      else sweep_json.push_back({{"label", entries[i].label}, {"plan", j}});
+    } else {
+      if (entries.size() > 1) std::printf("%s== %s ==\n", i ? "\n" : "", entries[i].label.c_str());
+      print_table(r, o.top);
     }
-    j["plan_wall_s"] = r.wall_s;
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    print_table(r, o.top);
   }
-  return r.layouts.empty() ? 3 : 0;
+  if (root && a.flag("--json") && entries.size() > 1) std::printf("%s\n", nlohmann::json{{"sweep", sweep_json}}.dump(2).c_str());
+  std::fflush(stdout);
+  if (world) world->finalize();
+  return status;
 }
 
 }  // namespace paralab::cli

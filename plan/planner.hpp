@@ -1,6 +1,8 @@
-// paralab — the planner: every valid layout of a model on a cluster, pruned by memory,
-// simulated in parallel, ranked by tokens/s (ties: less memory). Deterministic whatever the
-// thread count: candidates are simulated independently and sorted by a total order.
+// paralab — the planner: every valid layout of a model on a cluster, pruned by memory and by an
+// admissible lower bound on its step (lower_bound.hpp), simulated in parallel (threads, or the
+// ranks of an MPI job through a JobRunner), ranked by tokens/s (ties: less memory). Deterministic
+// whatever the thread or rank count: candidates are simulated in fixed batches in the order of
+// their bounds, independently, and sorted by a total order.
 #pragma once
 
 #include <functional>
@@ -22,15 +24,6 @@ namespace paralab {
 enum class Fidelity : uint8_t { screened, extrapolated, exact };
 std::string_view to_string(Fidelity f);
 
-struct PlanOptions {
-  SearchBounds bounds;
-  int threads = 0;         // 0: every core
-  size_t top = 10;         // layouts shown
-  size_t refine = 16;      // best screened layouts re-simulated with two runs (>= the top 10 shown)
-  bool exact = false;      // simulate every candidate with all its micro-batches
-  std::optional<Candidate> baseline;  // a layout to compare the winner with
-};
-
 struct PlannedLayout {
   Candidate candidate;
   StepResult result;       // figures (ops not kept)
@@ -39,11 +32,43 @@ struct PlannedLayout {
   double sim_wall_s = 0;  // wall time spent building and simulating this layout
 };
 
+// One layout to simulate at a fidelity.
+struct SimJob {
+  Candidate candidate;
+  Fidelity fidelity = Fidelity::screened;
+};
+// Simulates every job, results in job order (simulate_layout of each). The planner's only way of
+// simulating: a local thread pool (local_runner), or the ranks of an MPI job (apps/plan_mpi.cpp).
+using JobRunner = std::function<std::vector<PlannedLayout>(const Scenario& base, const std::vector<SimJob>& jobs)>;
+
+struct PlanProgressInfo {
+  int64_t considered = 0;  // enumerated so far
+  int64_t bounded = 0;     // with their lower bound
+  int64_t simulated = 0;   // simulations done
+  int64_t remaining = 0;   // simulations still ahead that the bounds do not rule out
+};
+using PlanProgress = std::function<void(const PlanProgressInfo&)>;
+
+struct PlanOptions {
+  SearchBounds bounds;
+  int threads = 0;         // 0: every core
+  size_t top = 10;         // layouts shown
+  size_t refine = 16;      // best screened layouts re-simulated with two runs (>= the top 10 shown)
+  bool exact = false;      // simulate every candidate with all its micro-batches
+  bool prune = true;       // skip candidates whose lower bound rules them out of the top
+  size_t batch = 32;       // candidates simulated between two updates of the bound's threshold
+  std::optional<Candidate> baseline;  // a layout to compare the winner with
+  JobRunner runner;        // empty: local_runner(threads)
+};
+
+
 struct PlanResult {
   int64_t considered = 0;     // candidates enumerated within the bounds
   int64_t invalid = 0;        // refused by validation
   int64_t pruned_memory = 0;  // estimated over the device memory
   int64_t pruned_dominated = 0;  // a lighter recomputation / ZeRO stage of the same layout fits
+  int64_t pruned_bound = 0;   // its lower bound beyond the N-th best step found: never in the top
+  int64_t probes = 0;         // one-layer probes built for the bounds
   int64_t simulated = 0;
   int64_t simulated_not_fitting = 0;
   std::map<std::string, int64_t> invalid_by_reason, excluded_by_bounds;
@@ -54,10 +79,10 @@ struct PlanResult {
   double wall_s = 0;
 };
 
-// Progress: (candidates simulated, candidates to simulate).
-using PlanProgress = std::function<void(int64_t done, int64_t total)>;
-
 PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProgress& progress = {});
+
+// Simulates the jobs on `threads` threads (0: every core); `done` is called after each.
+JobRunner local_runner(int threads, const std::function<void()>& done = {});
 
 // Simulates one layout at a fidelity. `screen` (optional) is the layout's screening result,
 // reused as the first of the two runs of the extrapolated fidelity.

@@ -80,6 +80,10 @@ StepResult result_from_json(const nlohmann::json& j) {
   r.bubble_fraction = j.value("bubble_fraction", 0.0);
   r.peak_memory_gib = j.value("peak_memory_gib", 0.0);
   r.fits_in_memory = j.value("fits_in_memory", true);
+  if (j.contains("out_of_memory")) {
+    r.oom_rank = j["out_of_memory"].value("rank", int64_t{0});
+    r.oom_time_us = j["out_of_memory"].value("time_s", 0.0) * 1e6;
+  }
   if (j.contains("breakdown")) {
     const auto& b = j["breakdown"];
     r.breakdown.compute_s = b.value("compute_s", 0.0);

@@ -37,7 +37,7 @@ if [ -n "$BUNDLE" ]; then BUNDLE=$(cd "$BUNDLE" && pwd) || { echo "gpu_checks: n
 RESULTS=${OUT_DIR:-$ROOT/bench/results/gpu}
 # Binaries built elsewhere find the scenarios, presets and topologies of this checkout.
 export PARALAB_DATA_DIR=$ROOT PARALAB_SOURCE_DIR=$ROOT
-TARGETS="paralab paralab_gpu_tests_kernels paralab_gpu_tests_exec_cuda paralab_tests_exec_cuda paralab_bench_kernels paralab_bench_exec_cuda paralab_fp8_probe"
+TARGETS="paralab paralab_cuda_backend paralab_gpu_tests_kernels paralab_gpu_tests_exec_cuda paralab_tests_exec_cuda paralab_bench_kernels paralab_bench_exec_cuda paralab_fp8_probe"
 
 build() {
   local arch=${CUDA_ARCH:-}
@@ -60,10 +60,15 @@ if [ "$BUNDLE_ONLY" = 1 ]; then
   build || { echo "gpu_checks: build failed"; exit 1; }
   rm -rf .gpubundle && mkdir -p .gpubundle/bin .gpubundle/lib
   for t in $TARGETS; do
+    [ "$t" = paralab_cuda_backend ] && continue  # a plugin, below
     f=$(bin "$t")
     [ -n "$f" ] || { echo "gpu_checks: $t not built"; exit 1; }
     cp "$f" .gpubundle/bin/ && strip .gpubundle/bin/"$t"
   done
+  # The CUDA backend plugin, beside the binary that loads it (docs/cuda_backend.md, "Loading").
+  plugin=$(find "$BUILD_DIR" -type f -name libparalab_cuda_backend.so | head -1)
+  [ -n "$plugin" ] || { echo "gpu_checks: libparalab_cuda_backend.so not built"; exit 1; }
+  cp "$plugin" .gpubundle/bin/ && strip --strip-unneeded .gpubundle/bin/libparalab_cuda_backend.so
   # Shared libraries the GPU machine lacks (its own CUDA, cuBLAS and NCCL are used).
   for lib in $(ldd .gpubundle/bin/paralab | awk '/=>/ {print $3}' | grep -E 'toml'); do cp -L "$lib" .gpubundle/lib/; done
   # The device tool carries at most 64 MiB: compress the binaries (unpacked on the GPU machine).

@@ -1,6 +1,6 @@
 // paralab — planner speed and credibility (results: bench/results/plan_speed.md).
 //
-//   paralab_plan_bench [SCENARIO.toml] [--threads N] [--baseline t,p,d] [--exact]
+//   paralab_plan_bench [SCENARIO.toml] [--threads N] [--baseline t,p,d] [--exact] [--no-prune]
 //
 // Default: bench/plan/gpt3-175b-1024.toml (GPT-3 175B on 1,024 A100s, nothing pinned). Prints
 // the candidates considered / invalid / pruned / simulated, wall and CPU seconds of the whole
@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--exact")) o.exact = true;
+    else if (!std::strcmp(argv[i], "--no-prune")) o.prune = false;
     else if (!std::strcmp(argv[i], "--baseline") && i + 1 < argc) {
       Candidate b;
       if (std::sscanf(argv[++i], "%lld,%lld,%lld", reinterpret_cast<long long*>(&b.tensor),
@@ -59,10 +60,10 @@ int main(int argc, char** argv) {
 
   std::printf("scenario     %s\n", file.c_str());
   std::printf("threads      %d (hardware: %u)\n", o.threads, std::thread::hardware_concurrency());
-  std::printf("candidates   %lld considered, %lld invalid, %lld over memory (estimate), %lld dominated, %lld simulated "
-              "(%lld did not fit)\n",
+  std::printf("candidates   %lld considered, %lld invalid, %lld over memory (estimate), %lld dominated, %lld ruled out "
+              "by the lower bound, %lld simulated (%lld did not fit)\n",
               (long long)r.considered, (long long)r.invalid, (long long)r.pruned_memory, (long long)r.pruned_dominated,
-              (long long)r.simulated, (long long)r.simulated_not_fitting);
+              (long long)r.pruned_bound, (long long)r.simulated, (long long)r.simulated_not_fitting);
   std::printf("time         %.1f s wall, %.1f s CPU (all threads)\n", wall, cpu);
   for (size_t i = 0; i < r.layouts.size() && i < 5; ++i) print_layout(i == 0 ? "winner" : "", r.layouts[i]);
   if (r.baseline) {

@@ -106,7 +106,7 @@ TEST_CASE("the ranking, the counts and the Pareto front are consistent", "[plan]
   o.bounds.max_micro_batch = 4;
   const PlanResult r = plan(s, o);
   REQUIRE(r.layouts.size() > 3);
-  CHECK(r.considered == r.invalid + r.pruned_memory + r.pruned_dominated + r.simulated);
+  CHECK(r.considered == r.invalid + r.pruned_memory + r.pruned_dominated + r.pruned_bound + r.simulated);
   CHECK(r.simulated == static_cast<int64_t>(r.layouts.size() + r.not_fitting.size()));
   CHECK(r.layouts[0].fidelity == Fidelity::exact);
   for (size_t i = 1; i < r.layouts.size(); ++i)
