@@ -35,8 +35,8 @@ enum class Span : uint8_t { intra_node, inter_node };
 // What the table needs to know of one op to find its row.
 struct OpFacts {
   OpKind kind = OpKind::gemm;
-  std::optional<CollKind> collective;  // set for collectives
-  std::optional<Span> span;            // set for communication with more than one member
+  std::optional<CollKind> collective{};  // set for collectives
+  std::optional<Span> span{};            // set for communication with more than one member
   Phase phase = Phase::forward;
   double bytes = 0;                    // communication: bytes per rank; compute: memory traffic
 };
@@ -44,11 +44,11 @@ struct OpFacts {
 // A class: the levels a row names, top down; unset = any.
 struct OpClass {
   CostKind cost = CostKind::time;
-  std::optional<OpFamily> family;
-  std::optional<OpKind> kind;
-  std::optional<CollKind> collective;
-  std::optional<Span> span;
-  std::optional<Phase> phase;
+  std::optional<OpFamily> family{};
+  std::optional<OpKind> kind{};
+  std::optional<CollKind> collective{};
+  std::optional<Span> span{};
+  std::optional<Phase> phase{};
   int64_t min_bytes = 0, max_bytes = 0;  // a bucket when max_bytes > 0
 
   [[nodiscard]] bool has_bucket() const { return max_bytes > 0; }
