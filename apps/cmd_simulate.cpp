@@ -3,6 +3,7 @@
 // (--json, the fields of DESIGN.md) and as a Chrome/Perfetto trace (--trace FILE).
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "apps/commands.hpp"
 #include "ir/accounting.hpp"
 #include "ir/scenario_loader.hpp"
+#include "results/goodput.hpp"
 #include "results/result_io.hpp"
 #include "sim/simulate.hpp"
 
@@ -21,6 +23,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const std::vector<OptionSpec> kOptions = {
     {"--trace", true, "write a Chrome trace-event file (open it in Perfetto / chrome://tracing)"},
+    {"--tokens", true, "also: time to train N tokens with failures, checkpoints and restarts ([reliability], docs/goodput.md)"},
     {"--help", false, "this help"},
 };
 
@@ -122,6 +125,51 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   }
 }
 
+double parse_tokens(const std::string& v) {
+  try {
+    size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && x > 0 && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  throw UsageError("--tokens needs a positive number of tokens (e.g. 15e12), got '" + v + "'");
+}
+
+std::string duration(double s) {
+  char buf[64];
+  if (s >= 86400) std::snprintf(buf, sizeof buf, "%.1f days", s / 86400);
+  else if (s >= 3600) std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+void print_goodput(const Goodput& g) {
+  std::printf("goodput     %s tokens: %s without failures, %s expected (goodput %.1f %%)\n", human(g.tokens, "").c_str(),
+              duration(g.solve_s).c_str(), duration(g.wall_s).c_str(), 100 * g.goodput);
+  std::printf("            %.0f interruptions (job MTBF %s); a %sB checkpoint every %s (%s; Young %s, Daly %s),\n",
+              g.failures, duration(g.mtbf_s).c_str(), human(g.checkpoint_bytes, "").c_str(), duration(g.interval_s).c_str(),
+              g.interval_optimal ? "Daly's optimum" : "as set", duration(g.interval_young_s).c_str(),
+              duration(g.interval_daly_s).c_str());
+  std::printf("            %s to write, %s to restart\n", duration(g.checkpoint_write_s).c_str(), duration(g.restart_s).c_str());
+}
+
+nlohmann::json goodput_json(const Goodput& g) {
+  return {{"tokens", g.tokens},
+          {"time_to_train_s", g.wall_s},
+          {"failure_free_s", g.solve_s},
+          {"goodput", g.goodput},
+          {"interruptions", g.failures},
+          {"mtbf_s", g.mtbf_s},
+          {"checkpoint_bytes", g.checkpoint_bytes},
+          {"checkpoint_write_s", g.checkpoint_write_s},
+          {"restart_s", g.restart_s},
+          {"checkpoint_interval_s", g.interval_s},
+          {"checkpoint_interval_optimal", g.interval_optimal},
+          {"checkpoint_interval_young_s", g.interval_young_s},
+          {"checkpoint_interval_daly_s", g.interval_daly_s}};
+}
+
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
@@ -137,6 +185,8 @@ int run_simulate(int argc, char** argv) {
   const StepIR ir = build_step_ir(s);
   const double ir_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const sim::Simulation sim = sim::simulate(ir);
+  std::optional<Goodput> good;
+  if (auto t = a.value("--tokens")) good = goodput(s, sim.result.step_time_s, ir.shape.total_params(), parse_tokens(*t));
   // Everything is computed before anything is written: an error leaves no output file.
   if (auto path = a.value("--trace")) write_file_atomic(*path, trace_json(sim.result, ir));
   if (a.flag("--json")) {
@@ -144,9 +194,11 @@ int run_simulate(int argc, char** argv) {
     j["ir_build_s"] = ir_s;
     j["events_per_s"] = sim.result.wall_s > 0 ? static_cast<double>(sim.result.events) / sim.result.wall_s : 0.0;
     j["network"] = {{"calls", sim.network.calls}, {"flows", sim.network.flows}, {"patterns", sim.network.patterns}};
+    if (good) j["goodput"] = goodput_json(*good);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_table(sim, ir, ir_s);
+    if (good) print_goodput(*good);
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 // paralab exec — the execute driver: plan, check, run, gather.
 #include "exec/execute.hpp"
 
+#include "ir/enum_names.hpp"
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include "exec/backends.hpp"
 #include "exec/error.hpp"
 #include "ir/accounting.hpp"
+#include "ir/enum_names.hpp"
 #include "results/result_io.hpp"
 
 namespace paralab::exec {
@@ -72,6 +75,13 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     throw ExecError(rank, "the scenario's layout has " + std::to_string(ir.layout.world()) + " ranks but " +
                               std::to_string(world.size()) + " processes were launched");
 
+  // Block-scaled formats are simulated only: they need Blackwell's block-scaled tensor-core
+  // GEMMs (compute capability 10.0), which neither backend runs.
+  const Precision prec = ir.scenario.training.precision;
+  if (prec == Precision::mxfp8 || prec == Precision::nvfp4)
+    throw ExecError(rank, "precision " + std::string(to_string(prec)) + " is simulated, not executed: it needs "
+                              "block-scaled tensor-core GEMMs (Blackwell, compute capability 10.0), which neither "
+                              "the cpu nor the cuda backend runs; execute with precision fp8 or bf16");
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);

@@ -15,9 +15,11 @@ namespace paralab {
 PARALAB_NAMES(DType, {"f32", DType::f32}, {"bf16", DType::bf16}, {"f16", DType::f16},
               {"fp8", DType::fp8}, {"i32", DType::i32}, {"u8", DType::u8})
 PARALAB_NAMES(MathMode, {"fp32", MathMode::f32}, {"tf32", MathMode::tf32}, {"bf16", MathMode::bf16},
-              {"fp16", MathMode::f16}, {"fp8", MathMode::fp8})
+              {"fp16", MathMode::f16}, {"fp8", MathMode::fp8}, {"mxfp8", MathMode::mxfp8},
+              {"nvfp4", MathMode::nvfp4})
 PARALAB_NAMES(Precision, {"fp32", Precision::fp32}, {"tf32", Precision::tf32},
-              {"fp16", Precision::fp16}, {"bf16", Precision::bf16}, {"fp8", Precision::fp8})
+              {"fp16", Precision::fp16}, {"bf16", Precision::bf16}, {"fp8", Precision::fp8},
+              {"mxfp8", Precision::mxfp8}, {"nvfp4", Precision::nvfp4})
 PARALAB_NAMES(Activation, {"gelu", Activation::gelu}, {"swiglu", Activation::swiglu})
 PARALAB_NAMES(Normalization, {"layernorm", Normalization::layernorm},
               {"rmsnorm", Normalization::rmsnorm})

@@ -48,7 +48,7 @@ struct ModelShape {
   // linear layers only and keeps attention in bf16, as Transformer Engine's FP8 recipes do
   // unless FP8 attention is asked for (its `fp8_dpa`), and as exec/cuda runs it: the IR says
   // what runs, so the simulator costs it at the bf16 peak.
-  [[nodiscard]] MathMode attention_math() const { return math == MathMode::fp8 ? MathMode::bf16 : math; }
+  [[nodiscard]] MathMode attention_math() const { return is_quantized(math) ? MathMode::bf16 : math; }
 
   static ModelShape from(const Scenario& s);
 

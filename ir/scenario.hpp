@@ -139,6 +139,21 @@ struct SimulationConfig {
   CollectiveAlgo collective_algorithm = CollectiveAlgo::automatic;
 };
 
+// [reliability]: what interrupts a long run and what recovering costs (docs/goodput.md). Rates
+// are job-interrupting failures per day; the defaults are Meta's RSC-1 cluster (Kokolis et al.,
+// "Revisiting Reliability in Large-Scale Machine Learning Research Clusters", HPCA 2025:
+// 6.50 failures per 1,000 node-days) and Llama 3's storage (Llama Team, "The Llama 3 Herd of
+// Models", 2024, Sec. 3.3.1: 2 TB/s sustained). restart_s (detection, rescheduling, start-up,
+// before reading the checkpoint) has no published figure; 10 minutes is an assumption.
+struct ReliabilityConfig {
+  double gpu_failures_per_day = 0;       // per GPU, beside the node rate
+  double node_failures_per_day = 6.5e-3; // per node (host)
+  double checkpoint_write_gbps = 2000;   // the job's aggregate write bandwidth to storage
+  double checkpoint_read_gbps = 2000;    // and read bandwidth on restart
+  double restart_s = 600;
+  double checkpoint_interval_s = 0;      // compute time between checkpoints; 0: Daly's optimum
+};
+
 // Where every key's value came from, for error messages after loading ("section.key").
 class Provenance {
  public:
@@ -160,6 +175,7 @@ struct Scenario {
   ParallelConfig parallel;
   ClusterConfig cluster;
   SimulationConfig simulation;
+  ReliabilityConfig reliability;
   Topology topology;  // resolved from cluster.topology
   Provenance provenance;
 

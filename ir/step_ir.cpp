@@ -8,9 +8,13 @@
 
 namespace paralab {
 
+int64_t nvlink_domain_devices(const Scenario& s) {
+  const NodeSpec& n = s.topology.node;
+  return s.cluster.devices_per_node == n.devices_per_node ? n.nvlink_domain() : s.cluster.devices_per_node;
+}
+
 Layout layout_of(const Scenario& s) {
-  return Layout(s.parallel.tensor, s.parallel.context, s.parallel.data, s.parallel.pipeline,
-                s.cluster.devices_per_node);
+  return Layout(s.parallel.tensor, s.parallel.context, s.parallel.data, s.parallel.pipeline, nvlink_domain_devices(s));
 }
 
 StepIR build_step_ir(const Scenario& s, int threads) {

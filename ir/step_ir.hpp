@@ -30,6 +30,10 @@ struct StepIR {
 // Generates the IR. `threads` > 1 builds stages concurrently (the result is identical).
 StepIR build_step_ir(const Scenario& s, int threads = 1);
 
+// The ranks behind one NVLink switch fabric: the topology's NVLink domain when the cluster fills
+// its hosts (several hosts for GB200 NVL72), else the cluster's devices per node. The layout's
+// "node" is this domain: what shares intra-node links, and what "within a node" means.
+int64_t nvlink_domain_devices(const Scenario& s);
 Layout layout_of(const Scenario& s);
 
 }  // namespace paralab

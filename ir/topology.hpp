@@ -24,7 +24,7 @@ enum class DeviceKind : uint8_t { gpu, cpu };
 enum class IntraFabric : uint8_t { nvswitch, pcie, shm };
 enum class NetworkKind : uint8_t { none, fat_tree, rail_optimized };
 
-constexpr int kMathModes = 5;  // indexes of MathMode
+constexpr int kMathModes = 7;  // indexes of MathMode
 constexpr int math_index(MathMode m) { return static_cast<int>(m); }
 
 // One accelerator (or one CPU rank's share of a host).
@@ -68,6 +68,12 @@ struct NodeSpec {
   LinkSpec pcie;         // device <-> PCIe switch <-> NIC
   int64_t nics_per_node = 0;
   LinkSpec nic;          // NIC <-> leaf switch
+  // Devices that share one NVLink switch fabric at intra_link's bandwidth: a multiple of
+  // devices_per_node when the fabric spans several hosts (GB200 NVL72: 72 GPUs over 18 trays of
+  // 4); 0 = the node's own devices. The simulator's network node is this domain
+  // (docs/network.md, "NVLink domains").
+  int64_t nvlink_domain_gpus = 0;
+  [[nodiscard]] int64_t nvlink_domain() const { return nvlink_domain_gpus > 0 ? nvlink_domain_gpus : devices_per_node; }
   // CPU hosts: the cores all ranks of a node share. When its ranks need more cores than this
   // (ranks x DeviceSpec::sm_count), the node's cores are a pool its ranks' compute takes turns
   // on (sim/engine/core_share.hpp); 0 = each rank owns sm_count cores.

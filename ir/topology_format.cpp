@@ -24,6 +24,10 @@ const FieldTable<Topology>& topology_fields() {
     x.real("device.peak_bf16_tflops", AT(device.peak_tflops[math_index(MathMode::bf16)]), 0, 1e6, "TFLOP/s", "dense bf16 peak");
     x.real("device.peak_fp16_tflops", AT(device.peak_tflops[math_index(MathMode::f16)]), 0, 1e6, "TFLOP/s", "dense fp16 peak");
     x.real("device.peak_fp8_tflops", AT(device.peak_tflops[math_index(MathMode::fp8)]), 0, 1e6, "TFLOP/s", "dense fp8 peak (0: none)");
+    x.real("device.peak_mxfp8_tflops", AT(device.peak_tflops[math_index(MathMode::mxfp8)]), 0, 1e6, "TFLOP/s",
+           "dense mxfp8 peak, block-scaled e4m3 (0: none)").omit_default();
+    x.real("device.peak_nvfp4_tflops", AT(device.peak_tflops[math_index(MathMode::nvfp4)]), 0, 1e6, "TFLOP/s",
+           "dense nvfp4 peak, block-scaled e2m1 (0: none)").omit_default();
     x.real("device.memory_gib", AT(device.memory_gib), 0, 1e6, "GiB", "device memory (HBM, or one CPU rank's share)", true).required();
     x.real("device.mem_bw_gbps", AT(device.mem_bw_gbps), 0, 1e6, "GB/s", "peak memory bandwidth", true).required();
     x.real("device.l2_mib", AT(device.l2_mib), 0, 1e5, "MiB", "last-level cache");
@@ -43,6 +47,8 @@ const FieldTable<Topology>& topology_fields() {
     x.real("node.pcie_lat_us", AT(node.pcie.lat_us), 0, 1e6, "us", "device to NIC");
     x.real("node.pcie_efficiency", AT(node.pcie.efficiency), 0, 1, "", "fraction of PCIe bandwidth reached", true);
     x.integer("node.nics_per_node", AT(node.nics_per_node), 0, 1024, "", "NICs per node");
+    x.integer("node.nvlink_domain_gpus", AT(node.nvlink_domain_gpus), 0, 4096, "",
+              "devices behind one NVLink switch fabric, a multiple of devices_per_node (0: one node)").omit_default();
     x.integer("node.cores", AT(node.cores), 0, 1000000, "", "CPU cores all ranks of a node share (0: each rank owns sm_count)");
     x.real("node.nic_bw_gbps", AT(node.nic.bw_gbps), 0, 1e6, "GB/s", "per NIC and direction");
     x.real("node.nic_lat_us", AT(node.nic.lat_us), 0, 1e6, "us", "NIC to leaf switch");

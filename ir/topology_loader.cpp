@@ -176,6 +176,14 @@ Topology load_topology(const std::filesystem::path& file,
                       "NICs must be shared evenly by the node's devices",
                       "a divisor or multiple of devices_per_node (" +
                           std::to_string(t.node.devices_per_node) + ")");
+  if (t.node.nvlink_domain_gpus > 0 && (t.node.nvlink_domain_gpus < t.node.devices_per_node ||
+                                         t.node.nvlink_domain_gpus % t.node.devices_per_node != 0))
+    throw ConfigError(loc("node.nvlink_domain_gpus"), "node.nvlink_domain_gpus", text("node.nvlink_domain_gpus"),
+                      "an NVLink domain holds whole nodes",
+                      "0 or a multiple of devices_per_node (" + std::to_string(t.node.devices_per_node) + ")");
+  if (t.node.nvlink_domain_gpus > t.node.devices_per_node && t.node.intra != IntraFabric::nvswitch)
+    throw ConfigError(loc("node.nvlink_domain_gpus"), "node.nvlink_domain_gpus", text("node.nvlink_domain_gpus"),
+                      "a domain across nodes is an NVLink switch fabric", "node.intra = \"nvswitch\"");
   if (t.name.empty()) t.name = file.stem().string();
   return t;
 }

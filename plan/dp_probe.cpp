@@ -67,9 +67,7 @@ double dp_stream_us(const Scenario& s, int64_t layers, int64_t microbatches) {
   }
   validate_scenario(p);
   const StepIR ir = build_step_ir(p);
-  Topology topo = p.topology;
-  topo.node.devices_per_node = ir.layout.devices_per_node();
-  sim::NetworkModel net(topo, ir.layout, p.simulation.collective_algorithm);
+  sim::NetworkModel net(sim::network_view(p.topology, ir.layout), ir.layout, p.simulation.collective_algorithm);
   const int64_t rank = ir.layout.representative(0);
   std::map<std::tuple<int, int>, double> beta;  // (kind, group) -> us per byte
   double us = 0;

@@ -1,6 +1,8 @@
 // paralab — enumeration of candidate layouts.
 #include "plan/search_space.hpp"
 
+#include "ir/step_ir.hpp"
+
 namespace paralab {
 
 namespace {
@@ -41,7 +43,7 @@ SearchSpace search_space(const Scenario& base, const SearchBounds& bounds) {
 void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& bounds,
                const std::function<void(const Candidate&)>& visit, std::map<std::string, int64_t>& excluded) {
   const int64_t devices = base.cluster.devices();
-  const int64_t max_tp = bounds.max_tensor > 0 ? bounds.max_tensor : base.cluster.devices_per_node;
+  const int64_t max_tp = bounds.max_tensor > 0 ? bounds.max_tensor : nvlink_domain_devices(base);
   const bool tp_pinned = sp.tensor.size() == 1 && base.provenance.has("parallel.tensor");
   const bool mb_pinned = base.provenance.has("training.micro_batch_size");
   const bool cp_pinned = base.provenance.has("parallel.context");

@@ -17,11 +17,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Simulation sim;
-  // A cluster may populate fewer devices per node than the topology's node holds
-  // (cluster.devices_per_node, e.g. 2 ranks on a 4-core host): the network is built with the
-  // devices the layout uses.
-  Topology topo = ir.scenario.topology;
-  topo.node.devices_per_node = ir.layout.devices_per_node();
+  // The network is built with the layout's node: fewer devices than the topology's node holds
+  // (cluster.devices_per_node, e.g. 2 ranks on a 4-core host), or an NVLink domain of hosts.
+  const Topology topo = network_view(ir.scenario.topology, ir.layout);
   const ComputeModel compute(topo);
   NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm);
   net.set_check_invariants(options.check_invariants);

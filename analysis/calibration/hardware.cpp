@@ -37,7 +37,8 @@ DeviceFit device_fit(const CalibrationResult& r) {
     if (r.host.theoretical_fp32_tflops_per_core > 0) d.peak[math_index(MathMode::f32)] = r.host.theoretical_fp32_tflops_per_core;
   } else if (r.gpu && b.kind == DeviceKind::cpu) {  // a CPU host's scenario executed on a GPU
     from_rates = r.gpu->peak_tflops(MathMode::f32) <= 0;
-    for (MathMode m : {MathMode::f32, MathMode::tf32, MathMode::bf16, MathMode::f16, MathMode::fp8})
+    for (MathMode m : {MathMode::f32, MathMode::tf32, MathMode::bf16, MathMode::f16, MathMode::fp8, MathMode::mxfp8,
+                       MathMode::nvfp4})
       d.peak[math_index(m)] = from_rates ? 0.0 : r.gpu->peak_tflops(m);
   }
   auto f32 = r.gemm.find(MathMode::f32);
@@ -48,7 +49,7 @@ DeviceFit device_fit(const CalibrationResult& r) {
   d.gemm_eff = rate / p32;
   if (!from_rates) return d;
   for (MathMode m : {MathMode::tf32, MathMode::bf16, MathMode::f16}) d.peak[math_index(m)] = p32;
-  d.peak[math_index(MathMode::fp8)] = 0;
+  for (MathMode m : {MathMode::fp8, MathMode::mxfp8, MathMode::nvfp4}) d.peak[math_index(m)] = 0;
   for (MathMode m : {MathMode::bf16, MathMode::f16}) {
     auto it = r.gemm.find(m);
     if (it != r.gemm.end() && it->second.flop_per_us > 0) d.peak[math_index(m)] = it->second.flop_per_us * 1e-6 / d.gemm_eff;

@@ -1,6 +1,6 @@
 // paralab — GEMM cost: roofline of the math peak (at a shape-dependent efficiency) against the
-// HBM traffic, plus the launch overhead and, for FP8 linear layers, the quantization of both
-// operands (docs/simulator.md, "GEMMs").
+// HBM traffic, plus the launch overhead and, for quantized linear layers (fp8, mxfp8, nvfp4),
+// the quantization of both operands (docs/simulator.md, "GEMMs").
 //
 // A GPU GEMM kernel tiles C into tile_m x tile_n output tiles, one thread block each, and runs
 // them in waves of sm_count blocks (one resident main-loop block per SM for the large cuBLAS
@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "sim/compute/compute_model.hpp"
+#include "sim/compute/quantization.hpp"
 
 namespace paralab::sim {
 
@@ -65,29 +66,26 @@ GemmPlan plan(const GemmAttrs& g, const DeviceSpec& dev) {
   return best;
 }
 
-int64_t element_bytes(MathMode m) {
+double element_bytes(MathMode m) {
+  if (const QuantFormat* f = quant_format(m)) return operand_bytes(*f);
   switch (m) {
     case MathMode::f32:
     case MathMode::tf32: return 4;
-    case MathMode::bf16:
-    case MathMode::f16: return 2;
-    case MathMode::fp8: return 1;
+    default: return 2;
   }
-  return 4;
 }
 
-// FP8 linear GEMMs quantize both operands before the matmul (per-tensor current scaling,
-// Transformer Engine's recipe, as exec/cuda/ops_gemm.cpp runs it), in five streaming kernels
-// serial on the GEMM's stream (exec/cuda/fp8_quantize.cu): the zeroing of the two amax slots,
-// an amax pass over each bf16 operand (2 bytes read per element), then its scaled e4m3 copy
-// (2 read, 1 written). Attention GEMMs run in bf16 (ModelShape::attention_math), unquantized.
-double fp8_cast_us(const GemmAttrs& g, const DeviceSpec& dev) {
-  if (g.math != MathMode::fp8 || !is_linear(g.role)) return 0.0;
+// Quantized linear GEMMs (fp8, mxfp8, nvfp4) quantize both operands before the matmul, serial
+// on the GEMM's stream (exec/cuda/fp8_quantize.cu for fp8; sim/compute/quantization.hpp).
+// Attention GEMMs run in bf16 (ModelShape::attention_math), unquantized.
+double cast_us(const GemmAttrs& g, const DeviceSpec& dev) {
+  const QuantFormat* f = quant_format(g.math);
+  if (!f || !is_linear(g.role)) return 0.0;
   const double b = static_cast<double>(g.batch);
-  double t = streaming_us(0.0, 0.0, dev);  // the amax slots' memset
+  double t = amax_reset_us(*f, dev);
   for (const double elems : {static_cast<double>(g.m) * static_cast<double>(g.k) * b,
                              static_cast<double>(g.k) * static_cast<double>(g.n) * b})
-    t += streaming_us(2.0 * elems, 0.0, dev) + streaming_us(3.0 * elems, 0.0, dev);
+    t += quantize_us(*f, elems, dev);
   return t;
 }
 
@@ -103,10 +101,13 @@ double gemm_shape_us(const GemmAttrs& g, double op_bytes, const DeviceSpec& dev)
                b = static_cast<double>(g.batch);
   const double flops = 2.0 * m * n * k * b;
   const double t_compute = flops / (peak_flop_per_us(dev, g.math) * p.efficiency);
-  double bytes = op_bytes > 0 ? op_bytes : (m * k + k * n + m * n) * b * static_cast<double>(element_bytes(g.math));
+  const QuantFormat* qf = quant_format(g.math);
+  const double in_b = element_bytes(g.math), out_b = qf ? qf->output_bytes : in_b;
+  const double model_bytes = in_b == out_b ? (m * k + k * n + m * n) * b * in_b : ((m * k + k * n) * in_b + m * n * out_b) * b;
+  double bytes = op_bytes > 0 ? op_bytes : model_bytes;
   if (p.splits > 1) bytes += 2.0 * static_cast<double>(p.splits) * m * n * b * 4.0;  // fp32 partials out and in
   const double t_memory = bytes / mem_bytes_per_us(dev);
-  return std::max(t_compute, t_memory) + dev.launch_overhead_us + fp8_cast_us(g, dev);
+  return std::max(t_compute, t_memory) + dev.launch_overhead_us + cast_us(g, dev);
 }
 
 double gemm_model_us(const Op& op, const DeviceSpec& dev) {

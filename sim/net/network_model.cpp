@@ -84,6 +84,19 @@ struct Timer {
   bool operator>(const Timer& o) const { return t_us != o.t_us ? t_us > o.t_us : seq > o.seq; }
 };
 
+}  // namespace
+
+Topology network_view(const Topology& topo, const Layout& layout) {
+  Topology t = topo;
+  const int64_t host = topo.node.devices_per_node, node = layout.devices_per_node();
+  if (node > host && node % host == 0) t.node.nics_per_node = topo.node.nics_per_node * (node / host);
+  t.node.devices_per_node = node;
+  t.node.nvlink_domain_gpus = 0;
+  return t;
+}
+
+namespace {
+
 int64_t nodes_for(const Topology& topo, const Layout& layout) {
   if (layout.devices_per_node() != topo.node.devices_per_node)
     throw InternalError("NetworkModel: layout has " + std::to_string(layout.devices_per_node()) +

@@ -29,6 +29,11 @@
 
 namespace paralab::sim {
 
+// The topology as the network model builds it for a layout: its node is the layout's node (an
+// NVLink domain of several hosts, ir/step_ir.hpp nvlink_domain_devices, with every host's NICs;
+// or fewer devices than a host holds, e.g. 2 ranks on a 4-core host).
+Topology network_view(const Topology& topo, const Layout& layout);
+
 class NetworkModel {
  public:
   // Builds the graph for ceil(layout.world() / devices_per_node) nodes of `topo`. `forced`

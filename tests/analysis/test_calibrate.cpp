@@ -166,8 +166,8 @@ TEST_CASE("corrections are read back from a step simulated with known ones", "[a
       if (t.op == op.id) u = &t;
     if (op.collective() && op.collective()->kind == CollKind::all_reduce && ir.group_of(0, op).size() == 2 && u &&
         u->end_us > u->start_us) {
-      const double modeled = u->end_us - u->start_us;
-      CHECK(c.apply(modeled) == Approx(40.0 + 1.5 * modeled).epsilon(1e-3));
+      const double net_us = u->end_us - u->start_us;
+      CHECK(c.apply(net_us) == Approx(40.0 + 1.5 * net_us).epsilon(1e-3));
       ++calls;
     } else if (!is_comm(op.kind)) {
       CHECK(c.identity());

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ir/enum_names.hpp"
 #include "ir/scenario_loader.hpp"
 #include "ir/topology_loader.hpp"
 #include "test_util.hpp"
@@ -267,4 +268,16 @@ TEST_CASE("uneven pipelines follow Megatron's first/last stage keys", "[ir][conf
   CHECK(s.parallel.pipeline == 3);
   expect_error(kBase, {"parallel.decoder_first_pipeline_num_layers", 0, "3", "", "do not split evenly"},
                {"parallel.pipeline=3", "parallel.decoder_first_pipeline_num_layers=3", "cluster.devices_per_node=6"});
+}
+
+TEST_CASE("block-scaled precisions need a device that has them", "[ir][config]") {
+  for (const char* p : {"mxfp8", "nvfp4"}) {
+    INFO(p);
+    expect_error(kBase, {"training.precision", 0, p, "a precision the device supports", std::string("no ") + p + " peak"},
+                 {std::string("training.precision=") + p});
+    const std::string blackwell = kBase.substr(0, kBase.find("topology")) + "topology = \"dgx-b200\"\nnodes = 1\n";
+    TempFile f(blackwell);
+    CHECK(paralab::load_scenario(f.path(), {std::string("training.precision=") + p}).training.precision ==
+          *paralab::enum_from_string<paralab::Precision>(p));
+  }
 }

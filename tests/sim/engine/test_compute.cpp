@@ -243,3 +243,32 @@ TEST_CASE("compute: an FP8 linear GEMM pays its operands' quantization; other GE
   g.role = GemmRole::attn_qk;
   CHECK(gemm_model_us(gemm_op(g), d) == Approx(t - cast_us));
 }
+
+// sim/compute/quantization.cpp: MXFP8 (OCP MX v1.0: e4m3, one e8m0 byte per 32) quantizes each
+// operand in one pass, block scales from the block itself: 2 bytes read, 1 + 1/32 written, one
+// launch per operand. NVFP4 (e2m1, one e4m3 byte per 16 and a tensor scale) keeps the amax
+// pass: 2 read, then 2 read and 0.5 + 1/16 written, and the amax reset. Both at their own peaks.
+TEST_CASE("compute: block-scaled MXFP8 and NVFP4 GEMMs at their peaks, with their quantization", "[compute]") {
+  DeviceSpec d = round_gpu();
+  d.peak_tflops[math_index(MathMode::fp8)] = 200;
+  d.peak_tflops[math_index(MathMode::mxfp8)] = 200;
+  d.peak_tflops[math_index(MathMode::nvfp4)] = 400;
+  GemmAttrs g = gemm(2560, 1280, 4096);
+  g.role = GemmRole::linear_fwd;
+  const double flops = 2.0 * 2560 * 1280 * 4096, elems = 2560.0 * 4096 + 4096.0 * 1280;
+  g.math = MathMode::mxfp8;
+  const double mx_cast = elems * (3.0 + 1.0 / 32) / 1e6 + 2 * 1.0;
+  const double mx = gemm_model_us(gemm_op(g), d);
+  CHECK(mx == Approx(flops / (200e6 * gemm_efficiency(g, d)) + 1.0 + mx_cast));
+  g.math = MathMode::nvfp4;
+  const double nv_cast = elems * (2.0 + 2.5 + 1.0 / 16) / 1e6 + 5 * 1.0;
+  const double nv = gemm_model_us(gemm_op(g), d);
+  CHECK(nv == Approx(flops / (400e6 * gemm_efficiency(g, d)) + 1.0 + nv_cast));
+  g.math = MathMode::fp8;
+  const double fp8 = gemm_model_us(gemm_op(g), d);
+  CHECK(mx < fp8);  // same peak, one pass instead of two
+  CHECK(nv < mx);   // twice the peak
+  g.role = GemmRole::attn_qk;  // attention is not quantized
+  g.math = MathMode::nvfp4;
+  CHECK(gemm_model_us(gemm_op(g), d) == Approx(nv - nv_cast));
+}

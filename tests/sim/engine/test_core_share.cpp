@@ -38,10 +38,6 @@ int64_t next_shape = 5000;
 
 OpId timed(Scenario& s, GraphBuilder& b, double us) { return timed_op(s, b, next_shape, Stream::compute, us); }
 
-OpId transfer(GraphBuilder& b, bool send, BufferId buf, std::vector<OpId> after = {}) {
-  return p2p_op(b, send, 4096, kTagP2PBase, {b.whole(buf)}, std::move(after));
-}
-
 }  // namespace
 
 TEST_CASE("core pool: first come, first served; a claim waits behind earlier ones", "[engine][cores]") {
