@@ -17,17 +17,6 @@ namespace paralab {
 
 namespace {
 
-sim::CollKind to_net(CollKind k) {
-  switch (k) {
-    case CollKind::all_reduce: return sim::CollKind::all_reduce;
-    case CollKind::all_gather: return sim::CollKind::all_gather;
-    case CollKind::reduce_scatter: return sim::CollKind::reduce_scatter;
-    case CollKind::all_to_all: return sim::CollKind::all_to_all;
-    case CollKind::broadcast: return sim::CollKind::broadcast;
-  }
-  return sim::CollKind::all_reduce;
-}
-
 // The least us per byte any algorithm the model may pick for `req` costs. A call's time is
 // launch + phase latencies + bytes x us_per_byte of its pattern (sim/net/pattern.hpp), so
 // bytes x this is a lower bound on it whatever the size picks, and sharing links only slows it.
@@ -48,13 +37,7 @@ double least_us_per_byte(sim::NetworkModel& net, sim::CommRequest req, Collectiv
 // `layers` layers and `microbatches` micro-batches on one pipeline stage; NaN when the probe's
 // ranks do not make whole nodes.
 double dp_stream_us(const Scenario& s, int64_t layers, int64_t microbatches) {
-  Scenario p = s;
-  p.model.num_layers = layers;
-  p.parallel.pipeline = 1;
-  p.parallel.virtual_pipeline_stages = 1;
-  p.parallel.schedule = Schedule::one_f_one_b;
-  p.parallel.decoder_first_pipeline_num_layers = p.parallel.decoder_last_pipeline_num_layers = 0;
-  p.training.global_batch_size = microbatches * p.training.micro_batch_size * p.parallel.data;
+  Scenario p = one_stage_probe(s, layers, microbatches, s.parallel.data);
   const int64_t ranks = p.parallel.tensor * p.parallel.context * p.parallel.data;
   const int64_t per_node = std::max<int64_t>(1, s.cluster.devices_per_node);
   if (ranks < per_node) {
@@ -79,7 +62,7 @@ double dp_stream_us(const Scenario& s, int64_t layers, int64_t microbatches) {
     auto it = beta.find(key);
     if (it == beta.end()) {
       sim::CommRequest req;
-      req.kind = to_net(c.kind);
+      req.kind = sim::to_net(c.kind);
       req.group = c.group;
       req.members = ir.layout.members(c.group, rank);
       req.symmetric_copies = true;

@@ -42,16 +42,21 @@ void add_spans(const StepIR& ir, const StepGraph& g, LayerCosts& c) {
 
 }  // namespace
 
-LayerCosts probe_layer_costs(const Scenario& s) {
+Scenario one_stage_probe(const Scenario& s, int64_t layers, int64_t microbatches, int64_t data) {
   Scenario p = s;
-  p.model.num_layers = 1;
+  p.model.num_layers = layers;
   p.parallel.pipeline = 1;
   p.parallel.virtual_pipeline_stages = 1;
   p.parallel.schedule = Schedule::one_f_one_b;
-  p.parallel.data = 1;
-  p.parallel.zero_stage = 0;
   p.parallel.decoder_first_pipeline_num_layers = p.parallel.decoder_last_pipeline_num_layers = 0;
-  p.training.global_batch_size = p.training.micro_batch_size;
+  p.parallel.data = data;
+  p.training.global_batch_size = microbatches * p.training.micro_batch_size * data;
+  return p;
+}
+
+LayerCosts probe_layer_costs(const Scenario& s) {
+  Scenario p = one_stage_probe(s, 1, 1, 1);
+  p.parallel.zero_stage = 0;
   const int64_t ranks = p.parallel.tensor * p.parallel.context;
   p.cluster.devices_per_node = std::min<int64_t>(ranks, std::max<int64_t>(1, p.topology.node.devices_per_node));
   p.cluster.nodes = (ranks + p.cluster.devices_per_node - 1) / p.cluster.devices_per_node;
@@ -79,27 +84,31 @@ LayerCosts probe_layer_costs(const Scenario& s) {
   return c;
 }
 
+namespace {
+
+// `cache`'s value for `key`, made by `probe` outside the lock (probes run in parallel).
+template <class Map, class Probe>
+typename Map::mapped_type cached(std::mutex& mu, Map& cache, const typename Map::key_type& key, Probe probe) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const typename Map::mapped_type v = probe();
+  std::lock_guard<std::mutex> lock(mu);
+  return cache.emplace(key, v).first->second;
+}
+
+}  // namespace
+
 LayerCosts LowerBound::costs(const Scenario& s) {
   const Key k{s.parallel.tensor, s.parallel.context, s.training.micro_batch_size, s.parallel.sequence_parallel,
               static_cast<int>(s.training.recompute)};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = cache_.find(k); it != cache_.end()) return it->second;
-  }
-  const LayerCosts c = probe_layer_costs(s);  // outside the lock: probes run in parallel
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_.emplace(k, c).first->second;
+  return cached(mu_, cache_, k, [&] { return probe_layer_costs(s); });
 }
 
 DpCosts LowerBound::dp_costs(const Scenario& s) {
   const DpKey k{s.parallel.tensor, s.parallel.context, s.parallel.data, s.parallel.zero_stage};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = dp_cache_.find(k); it != dp_cache_.end()) return it->second;
-  }
-  const DpCosts c = probe_dp_costs(s);
-  std::lock_guard<std::mutex> lock(mu_);
-  return dp_cache_.emplace(k, c).first->second;
+  return cached(mu_, dp_cache_, k, [&] { return probe_dp_costs(s); });
 }
 
 size_t LowerBound::probes() const {

@@ -76,6 +76,10 @@ class LowerBound {
 // plan/dp_probe.cpp). DpCosts are zero without data parallelism or when stage 0's ranks do not
 // make whole nodes.
 LayerCosts probe_layer_costs(const Scenario& s);
+
+// The scenario both probes start from: `s` on one pipeline stage (1F1B, no uneven split) with
+// `layers` layers, `data`-way data parallelism and `microbatches` micro-batches.
+Scenario one_stage_probe(const Scenario& s, int64_t layers, int64_t microbatches, int64_t data);
 DpCosts probe_dp_costs(const Scenario& s);
 
 }  // namespace paralab

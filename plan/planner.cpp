@@ -191,14 +191,14 @@ PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProg
   auto report = [&] {
     if (progress) progress(info);
   };
-  std::vector<Feasible> todo = enumerate_feasible(base, options, out);
+  std::vector<Feasible> candidates = enumerate_feasible(base, options, out);
   info.considered = out.considered;
   LowerBound lb;
-  if (options.prune) bound_and_order(base, todo, threads, lb);
+  if (options.prune) bound_and_order(base, candidates, threads, lb);
   out.probes = static_cast<int64_t>(lb.probes());
-  info.bounded = static_cast<int64_t>(todo.size());
+  info.bounded = static_cast<int64_t>(candidates.size());
   std::map<std::string, MemoryEstimate> estimate;
-  for (const Feasible& f : todo) estimate[f.c.key()] = f.est;
+  for (const Feasible& f : candidates) estimate[f.c.key()] = f.est;
   auto simulate = [&](std::vector<SimJob> jobs) {
     std::vector<PlannedLayout> r = run(base, jobs);
     for (PlannedLayout& l : r) {
@@ -216,21 +216,21 @@ PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProg
   std::vector<PlannedLayout> sims;
   std::vector<const Feasible*> pruned;
   size_t at = 0;
-  while (at < todo.size()) {
+  while (at < candidates.size()) {
     const double threshold = options.prune ? nth_step_s(sims, n_best) : std::numeric_limits<double>::infinity();
     std::vector<SimJob> batch;
-    for (; at < todo.size() && batch.size() < options.batch; ++at) {
-      if (todo[at].bound_s > threshold) {
-        for (size_t k = at; k < todo.size(); ++k) pruned.push_back(&todo[k]);  // sorted: the rest too
-        at = todo.size();
+    for (; at < candidates.size() && batch.size() < options.batch; ++at) {
+      if (candidates[at].bound_s > threshold) {
+        for (size_t k = at; k < candidates.size(); ++k) pruned.push_back(&candidates[k]);  // sorted: the rest too
+        at = candidates.size();
         break;
       }
-      batch.push_back({todo[at].c, first});
+      batch.push_back({candidates[at].c, first});
     }
     // Ahead: the candidates the current threshold does not rule out (the bounds are sorted).
-    const auto ahead = std::upper_bound(todo.begin() + static_cast<std::ptrdiff_t>(at), todo.end(), threshold,
+    const auto ahead = std::upper_bound(candidates.begin() + static_cast<std::ptrdiff_t>(at), candidates.end(), threshold,
                                         [](double t, const Feasible& f) { return t < f.bound_s; });
-    info.remaining = static_cast<int64_t>(ahead - (todo.begin() + static_cast<std::ptrdiff_t>(at)));
+    info.remaining = static_cast<int64_t>(ahead - (candidates.begin() + static_cast<std::ptrdiff_t>(at)));
     for (PlannedLayout& l : simulate(std::move(batch))) sims.push_back(std::move(l));
     report();
   }

@@ -6,9 +6,7 @@
 // takes a core when one is free and gives it back when its spin window or its call ends. The
 // executor's threads behave so: with more ranks than cores they take core turns, first come
 // first served (exec/core_turns.hpp: an op's timing begins once its thread holds a turn, and
-// at most `cores` threads of the node hold one; a holder still loses its core for a tenth of
-// its op or more in 9-11 % of ops, and a poller re-queues instead of sleeping:
-// docs/executor.md, "Core turns"). Claims are served first come, first served per node; equal
+// at most `cores` threads of the node hold one; docs/executor.md, "Core turns"). Claims are served first come, first served per node; equal
 // times keep the engine's event order, so runs are identical.
 #pragma once
 

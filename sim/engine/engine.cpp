@@ -167,8 +167,8 @@ void Engine::finish(uint32_t s, OpId id) {
 }
 
 // An op whose last constraint was its stream predecessor starts its dispatch gap later, one
-// released by a dependency on another stream its hand-off gap later (the host's bookkeeping
-// between ops and the wake-up of the waiting stream's worker; rows of the correction table,
+// released by a dependency on another stream its hand-off gap later (the framework's host
+// work between ops and its hand-over to the waiting stream; rows of the correction table,
 // overhead.hpp). Without corrections it starts now, as CUDA streams do.
 void Engine::release(uint32_t s, OpId id, OpId after) {
   StageState& st = stages_[s];

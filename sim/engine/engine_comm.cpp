@@ -13,17 +13,6 @@ namespace paralab::sim::detail {
 
 namespace {
 
-sim::CollKind to_sim(paralab::CollKind k) {
-  switch (k) {
-    case paralab::CollKind::all_reduce: return sim::CollKind::all_reduce;
-    case paralab::CollKind::all_gather: return sim::CollKind::all_gather;
-    case paralab::CollKind::reduce_scatter: return sim::CollKind::reduce_scatter;
-    case paralab::CollKind::all_to_all: return sim::CollKind::all_to_all;
-    case paralab::CollKind::broadcast: return sim::CollKind::broadcast;
-  }
-  return sim::CollKind::all_reduce;
-}
-
 bool joins_stages(GroupKind g) { return g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world; }
 
 }  // namespace
@@ -47,7 +36,7 @@ void Engine::start_comm(uint32_t s, OpId id) {
 // The network call of collective op `op` over `m` (the engine's one reusable request).
 void Engine::collective_request(const Op& op, const std::vector<int64_t>& m) {
   const CollectiveAttrs& c = *op.collective();
-  req_.kind = to_sim(c.kind);
+  req_.kind = to_net(c.kind);
   req_.algo = CollectiveAlgo::automatic;
   req_.group = c.group;
   req_.members.assign(m.begin(), m.end());

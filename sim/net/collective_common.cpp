@@ -29,6 +29,17 @@ std::string_view to_string(CollKind k) {
   return "?";
 }
 
+CollKind to_net(paralab::CollKind k) {
+  switch (k) {
+    case paralab::CollKind::all_reduce: return CollKind::all_reduce;
+    case paralab::CollKind::all_gather: return CollKind::all_gather;
+    case paralab::CollKind::reduce_scatter: return CollKind::reduce_scatter;
+    case paralab::CollKind::all_to_all: return CollKind::all_to_all;
+    case paralab::CollKind::broadcast: return CollKind::broadcast;
+  }
+  return CollKind::all_reduce;
+}
+
 BuildContext::BuildContext(const std::vector<int64_t>& members, const TopologyGraph& graph,
                            Router& router, double step_lat_us)
     : members_(members), router_(router), step_lat_us_(step_lat_us) {

@@ -10,12 +10,15 @@
 
 #include "ir/layout.hpp"
 #include "ir/scenario.hpp"
+#include "ir/step_graph.hpp"
 #include "sim/net/topology_graph.hpp"
 
 namespace paralab::sim {
 
 enum class CollKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, p2p };
 std::string_view to_string(CollKind k);
+// The network's kind of an IR collective.
+CollKind to_net(paralab::CollKind k);
 
 // One call. `bytes` is per rank, as NCCL counts it: all_reduce: the buffer; reduce_scatter:
 // the input (each rank keeps bytes/n); all_gather: the output (each rank contributes bytes/n);
