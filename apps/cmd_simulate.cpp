@@ -9,6 +9,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "apps/simulate_variation.hpp"
 #include "ir/accounting.hpp"
 #include "ir/scenario_loader.hpp"
 #include "results/goodput.hpp"
@@ -23,6 +24,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const std::vector<OptionSpec> kOptions = {
     {"--trace", true, "write a Chrome trace-event file (open it in Perfetto / chrome://tracing)"},
+    {"--slow-rank", true, "with --slowdown F: rank R's compute ops take F times as long (a straggler, [variation])"},
+    {"--slowdown", true, "the straggler's slowdown factor F >= 1"},
+    {"--samples", true, "simulate N cluster draws of [variation]: step-time p50/p90/p99, mean MFU, slowest ranks"},
+    {"--threads", true, "threads for --samples (default: every core; the output does not depend on it)"},
     {"--tokens", true, "also: time to train N tokens with failures, checkpoints and restarts ([reliability], docs/goodput.md)"},
     {"--help", false, "this help"},
 };
@@ -89,12 +94,18 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
                   seconds(r.oom_time_us * 1e-6).c_str(),
                   mem->over_capacity_op < g.ops.size() ? g.ops[mem->over_capacity_op].full_name().c_str() : "?");
   }
-  std::printf("simulated   %s: %s events (%s events/s), %s network calls; IR built in %s\n\n",
+  std::printf("simulated   %s: %s events (%s events/s), %s network calls; IR built in %s\n",
               seconds(r.wall_s).c_str(), human(static_cast<double>(r.events), "").c_str(),
               human(r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0, "").c_str(),
               human(static_cast<double>(sim.network.calls), "").c_str(), seconds(ir_s).c_str());
+  if (sim.per_rank)
+    std::printf("per-rank    %lld classes of identical ranks simulated for %lld ranks ([variation], docs/simulator.md)\n\n",
+                (long long)sim.simulated_ranks, (long long)r.world_size);
+  else
+    std::printf("\n");
 
-  // Per stage: the representative rank's breakdown over the step and its memory peak.
+  // Per stage: the representative rank's breakdown over the step and its memory peak (per-rank
+  // mode: per class of identical ranks, the first kMaxRows of them).
   double t0 = 1e300, t1 = 0;
   for (const OpTiming& t : r.ops) {
     t0 = std::min(t0, t.start_us);
@@ -103,8 +114,14 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   std::printf("%5s %6s | %10s %10s %10s %10s %10s | %8s %8s %8s %8s %8s %8s | %10s %s\n", "stage", "rank", "compute",
               "exp. comm", "bubble", "host", "busy %", "weights", "grads", "optim", "activ", "buffers", "peak", "peak at",
               "fits");
-  size_t begin = 0;
+  size_t begin = 0, rows = 0;
+  constexpr size_t kMaxRows = 32;
   for (const auto& m : sim.memory) {
+    if (++rows > kMaxRows) {
+      std::printf("  ... and %zu more simulated ranks (classes of identical ranks; --trace has them all)\n",
+                  sim.memory.size() - kMaxRows);
+      break;
+    }
     size_t end = begin;
     while (end < r.ops.size() && r.ops[end].rank == m.rank) ++end;
     const std::vector<OpTiming> mine(r.ops.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -180,11 +197,13 @@ int run_simulate(int argc, char** argv) {
   }
   if (a.positional.size() > 1) throw UsageError("one SCENARIO expected, got '" + a.positional[1] + "' too");
   check_outputs(a, {"--trace"});
-  const Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
+  Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
+  add_slow_rank(a, s);
   const auto t0 = std::chrono::steady_clock::now();
   const StepIR ir = build_step_ir(s);
   const double ir_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const sim::Simulation sim = sim::simulate(ir);
+  const VariationReport var = variation_report(a, ir);
   std::optional<Goodput> good;
   if (auto t = a.value("--tokens")) good = goodput(s, sim.result.step_time_s, ir.shape.total_params(), parse_tokens(*t));
   // Everything is computed before anything is written: an error leaves no output file.
@@ -195,9 +214,12 @@ int run_simulate(int argc, char** argv) {
     j["events_per_s"] = sim.result.wall_s > 0 ? static_cast<double>(sim.result.events) / sim.result.wall_s : 0.0;
     j["network"] = {{"calls", sim.network.calls}, {"flows", sim.network.flows}, {"patterns", sim.network.patterns}};
     if (good) j["goodput"] = goodput_json(*good);
+    j["simulated_ranks"] = sim.simulated_ranks;
+    add_variation_json(j, var, sim.result.step_time_s);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_table(sim, ir, ir_s);
+    print_variation(var, ir, sim.result.step_time_s);
     if (good) print_goodput(*good);
   }
   return 0;

@@ -12,6 +12,7 @@
 #include "ir/dtype.hpp"
 #include "ir/error.hpp"
 #include "ir/topology.hpp"
+#include "ir/variation.hpp"
 
 namespace paralab {
 
@@ -176,6 +177,7 @@ struct Scenario {
   ClusterConfig cluster;
   SimulationConfig simulation;
   ReliabilityConfig reliability;
+  VariationConfig variation;  // how ranks differ (empty: all alike)
   Topology topology;  // resolved from cluster.topology
   Provenance provenance;
 

@@ -90,6 +90,8 @@ const Schema<Scenario>& scenario_schema() {
         .real("reliability.checkpoint_read_gbps", AT(reliability.checkpoint_read_gbps), 0, 1e9, true)
         .real("reliability.restart_s", AT(reliability.restart_s), 0, 1e7)
         .real("reliability.checkpoint_interval_s", AT(reliability.checkpoint_interval_s), 0, 1e9);
+    x.real("variation.gpu_speed_cv", AT(variation.gpu_speed_cv), 0, 0.5)
+        .integer("variation.seed", AT(variation.seed), 0, int64_t{1} << 62);
     return x;
   }();
   return schema;
@@ -133,9 +135,6 @@ std::vector<std::string> shipped_presets() {
 
 Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides, bool check_layout) {
   RawFile raw = read_toml_file(file);
-  if (!raw.arrays.empty())
-    throw ConfigError(SourceLoc{raw.file, 0, 0}, raw.arrays.begin()->first, "",
-                      "arrays of tables are not part of a scenario", scenario_schema().sections());
 
   // Split overrides into scenario keys and topology keys.
   RawTable set_values;
@@ -173,6 +172,8 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
     schema.apply(s, key, v);
     s.provenance.set(key, v.loc);
   }
+
+  read_variation_arrays(s.variation, raw.arrays, file.parent_path(), raw.file);
 
   // Required keys (after the preset).
   for (const char* req : {"model.num_layers", "model.hidden_size", "model.num_attention_heads",
@@ -224,6 +225,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
     s.parallel.data = gpus / model_par;
   }
   validate_scenario(s);
+  validate_variation(s.variation, s.world_size(), s.cluster.nodes, s.cluster.devices_per_node, raw.file);
   // Resources: an IR this host cannot hold is refused here, before generation starts (once per
   // file loaded, not in validate_scenario, which the planner calls for every candidate).
   check_ir_fits_host(s, host_memory_available_bytes());

@@ -171,17 +171,28 @@ void finalize(StepResult& r, const StepIR& ir) {
   }
   std::map<int64_t, std::vector<OpTiming>> by_rank;
   for (const OpTiming& t : measured ? timed.ops : r.ops) by_rank[t.rank].push_back(t);
+  // Weights relative to the smallest, so that equal weights are exactly 1 (the plain mean).
+  double w_min = 0;
+  for (const RankStats& rs : r.ranks)
+    if (rs.stands_for > 0 && (w_min == 0 || rs.stands_for < w_min)) w_min = static_cast<double>(rs.stands_for);
+  if (w_min == 0) w_min = 1;
   Breakdown avg;
+  double n = 0;
   for (const auto& [rank, ops] : by_rank) {
     const Breakdown b = rank_breakdown(ir, rank, ops, t0, t1);
+    double w = 1;
     for (RankStats& rs : r.ranks)
-      if (rs.rank == rank) rs.breakdown = b;
-    avg.compute_s += b.compute_s;
-    avg.bubble_s += b.bubble_s;
-    avg.host_s += b.host_s;
-    for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += b.exposed_comm_s[static_cast<size_t>(c)];
+      if (rs.rank == rank) {
+        rs.breakdown = b;
+        w = static_cast<double>(rs.stands_for) / w_min;
+      }
+    n += w;
+    avg.compute_s += w * b.compute_s;
+    avg.bubble_s += w * b.bubble_s;
+    avg.host_s += w * b.host_s;
+    for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += w * b.exposed_comm_s[static_cast<size_t>(c)];
   }
-  const double n = by_rank.empty() ? 1.0 : static_cast<double>(by_rank.size());
+  if (n == 0) n = 1;
   avg.compute_s /= n;
   avg.bubble_s /= n;
   avg.host_s /= n;

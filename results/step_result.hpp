@@ -45,6 +45,7 @@ struct RankStats {
   double peak_time_us = 0;       // when the peak happened
   OpId peak_op = 0;              // the op running at the peak
   Breakdown breakdown;           // this rank's, over the step's window (set by finalize)
+  int64_t stands_for = 1;        // ranks it represents in the averages (per-rank mode: its class)
 };
 
 struct StepResult {
@@ -68,7 +69,7 @@ struct StepResult {
   bool fits_in_memory = true;
   std::optional<int64_t> oom_rank;  // first rank over capacity, and when
   double oom_time_us = 0;
-  Breakdown breakdown;              // averaged over the ranks that ran
+  Breakdown breakdown;              // averaged over the ranks that ran (weighted by stands_for)
   int64_t events = 0;               // simulator events processed / ops executed
   double wall_s = 0;                // wall time to produce the result
 };

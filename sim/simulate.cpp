@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "sim/compute/compute_model.hpp"
+#include "sim/engine/rank_classes.hpp"
 #include "sim/net/network_model.hpp"
 
 namespace paralab::sim {
@@ -25,13 +26,33 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   net.set_check_invariants(options.check_invariants);
   sim.network_build_s = seconds_since(t0);
 
+  // Per-rank mode: the draw's hardware, its classes and the node groups' compute models.
+  const VariationConfig& variation = options.variation ? *options.variation : ir.scenario.variation;
+  sim.per_rank = options.per_rank || variation.any();
+  RankClasses classes;
+  std::vector<ComputeModel> node_models;
+  if (sim.per_rank) {
+    classes = rank_classes(ir, draw_hardware(ir, variation, options.sample));
+    node_models.reserve(variation.node_groups.size());
+    for (const NodeGroup& g : variation.node_groups) node_models.emplace_back(g.resolved);
+  }
   const auto t1 = std::chrono::steady_clock::now();
   EngineOptions eo;
   eo.record_ops = options.record_ops;
   eo.check_invariants = options.check_invariants;
+  if (sim.per_rank) {
+    eo.classes = &classes;
+    for (const ComputeModel& m : node_models) eo.node_models.push_back(&m);
+  }
   EngineOutput out = run_engine(ir, compute, net, eo);
   sim.engine_s = seconds_since(t1);
   sim.network = net.stats();
+  sim.simulated_ranks = static_cast<int64_t>(out.ranks.size());
+  sim.end_us = out.end_us;
+  size_t slowest = 0;
+  for (size_t u = 1; u < out.compute_us.size(); ++u)
+    if (out.compute_us[u] > out.compute_us[slowest]) slowest = u;
+  if (!out.ranks.empty()) sim.slowest_rank = out.ranks[slowest].rank;
 
   const auto t2 = std::chrono::steady_clock::now();
   StepResult& r = sim.result;

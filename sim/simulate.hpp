@@ -26,11 +26,23 @@ struct SimulateOptions {
   // runs exactly once, memory returns to its steady state. A violation throws InternalError.
   // Read-only: results are bit-identical either way. On in debug builds, off in release.
   bool check_invariants = kCheckInvariantsByDefault;
+  // Per-rank mode (docs/simulator.md): chosen when the scenario's [variation] makes ranks
+  // differ; `per_rank` forces it without (the classes are then the stages). `sample` picks the
+  // cluster draw (variation.seed + sample).
+  bool per_rank = false;
+  int64_t sample = 0;
+  // The variation to draw from instead of the scenario's (e.g. it without its stragglers, to
+  // price them); null: ir.scenario.variation.
+  const VariationConfig* variation = nullptr;
 };
 
 struct Simulation {
   StepResult result;               // finalized; result.wall_s = this call's wall time
-  std::vector<RankMemory> memory;  // per simulated rank (one per stage)
+  std::vector<RankMemory> memory;  // per simulated rank (one per stage, or per class)
+  int64_t simulated_ranks = 0;     // units the engine ran: stages, or classes in per-rank mode
+  bool per_rank = false;
+  double end_us = 0;               // when the step's last op ended (set with record_ops off too)
+  int64_t slowest_rank = 0;        // the simulated rank with the most compute time
   CommStats network;               // the network model's counters
   double network_build_s = 0;      // building the cluster graph
   double engine_s = 0;             // the event loop

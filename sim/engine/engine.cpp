@@ -44,18 +44,15 @@ double RankMemory::resident_total() const {
 
 namespace detail {
 
-void Engine::init_stage(StageState& st, int64_t stage) {
+const GraphIndex& Engine::graph_index(int64_t stage) {
+  GraphIndex& x = index_.at(static_cast<size_t>(stage));
+  if (!x.dep_begin.empty()) return x;
   const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
-  st.g = &g;
-  st.stage = stage;
-  st.rank = ir_.layout.representative(stage);
   const size_t n = g.ops.size();
-  st.dur = compute_.durations(g);
-  st.over = stage_overheads(ir_, g, st.rank);
-  for (size_t i = 0; i < st.over.size(); ++i)
-    if (!is_comm(g.ops[i].kind)) st.dur[i] = std::max(0.0, st.over[i].time.apply(st.dur[i]));
-  st.waiting.assign(n, 0);
-  st.dep_begin.assign(n + 1, 0);
+  x.buffer_bytes.resize(g.buffers.size());
+  for (size_t b = 0; b < g.buffers.size(); ++b) x.buffer_bytes[b] = static_cast<double>(g.buffers[b].bytes());
+  x.waiting0.assign(n, 0);
+  x.dep_begin.assign(n + 1, 0);
   // Stream predecessors count as dependencies (CUDA stream order).
   std::vector<OpId> next_on_stream(n, kNoOp);
   for (const auto& stream : g.streams)
@@ -63,36 +60,58 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   for (size_t i = 0; i < n; ++i) {
     const Op& op = g.ops[i];
     if (op.id != i) throw InternalError("engine: stage " + std::to_string(stage) + " op ids are not indexes");
-    st.waiting[i] += static_cast<uint32_t>(op.deps.size());
+    x.waiting0[i] += static_cast<uint32_t>(op.deps.size());
     for (OpId d : op.deps) {
       if (d >= n) throw InternalError("engine: op " + op.full_name() + " depends on a missing op");
-      ++st.dep_begin[d + 1];
+      ++x.dep_begin[d + 1];
     }
     if (next_on_stream[i] != kNoOp) {
-      ++st.waiting[next_on_stream[i]];
-      ++st.dep_begin[i + 1];
+      ++x.waiting0[next_on_stream[i]];
+      ++x.dep_begin[i + 1];
     }
   }
-  for (size_t i = 0; i < n; ++i) st.dep_begin[i + 1] += st.dep_begin[i];
-  st.dependents.assign(st.dep_begin[n], 0);
-  std::vector<uint32_t> fill(st.dep_begin.begin(), st.dep_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) x.dep_begin[i + 1] += x.dep_begin[i];
+  x.dependents.assign(x.dep_begin[n], 0);
+  std::vector<uint32_t> fill(x.dep_begin.begin(), x.dep_begin.end() - 1);
   for (size_t i = 0; i < n; ++i) {
-    for (OpId d : g.ops[i].deps) st.dependents[fill[d]++] = static_cast<OpId>(i);
-    if (next_on_stream[i] != kNoOp) st.dependents[fill[i]++] = next_on_stream[i];
+    for (OpId d : g.ops[i].deps) x.dependents[fill[d]++] = static_cast<OpId>(i);
+    if (next_on_stream[i] != kNoOp) x.dependents[fill[i]++] = next_on_stream[i];
   }
-  st.start.assign(n, 0.0);
-  st.end.assign(n, 0.0);
-  st.posted.assign(n, 0.0);
-  st.done.assign(n, 0);
-  st.buffer_bytes.resize(g.buffers.size());
-  if (pool_) st.core.assign(n, StageState::Core::none);
-  if (slow_) {
-    st.holds.assign(n, 0);
-    st.ev_seq.assign(n, 0);
-    st.intra_node.fill(-1);
+  return x;
+}
+
+const std::vector<double>& Engine::base_durations(int64_t stage, uint32_t model) {
+  auto [it, fresh] = base_dur_.try_emplace({stage, model});
+  if (fresh) it->second = models_.at(model)->durations(ir_.stages[static_cast<size_t>(stage)]);
+  return it->second;
+}
+
+void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
+  const StepGraph& g = ir_.stages[static_cast<size_t>(stage)];
+  st.g = &g;
+  st.stage = stage;
+  st.cls = cls;
+  st.rank = cls ? cls->rep : ir_.layout.representative(stage);
+  const size_t n = g.ops.size();
+  st.op.assign(n, StageState::OpState{});
+  {
+    const std::vector<double> computed = cls ? std::vector<double>{} : compute_.durations(g);
+    const std::vector<double>& base = cls ? base_durations(stage, cls->hardware.compute_model) : computed;
+    // A class's hardware: its compute model's durations times its per-kind slowdown.
+    for (size_t i = 0; i < n; ++i)
+      st.op[i].dur = cls ? base[i] * cls->hardware.slowdown[static_cast<size_t>(g.ops[i].kind)] : base[i];
   }
+  st.over = stage_overheads(ir_, g, st.rank);
+  for (size_t i = 0; i < st.over.size(); ++i)
+    if (!is_comm(g.ops[i].kind)) st.op[i].dur = std::max(0.0, st.over[i].time.apply(st.op[i].dur));
+  st.idx = &graph_index(stage);
+  for (size_t i = 0; i < n; ++i) {
+    st.op[i].waiting = st.idx->waiting0[i];
+    st.op[i].comm = is_comm(g.ops[i].kind) ? 1 : 0;
+  }
+  if (slow_) st.intra_node.fill(-1);
   if (check_) {
-    for (size_t i = 0; i < n; ++i) check_duration(stage, g.ops[i], st.dur[i]);
+    for (size_t i = 0; i < n; ++i) check_duration(stage, g.ops[i], st.op[i].dur);
     st.starts_n.assign(n, 0);
     st.finishes_n.assign(n, 0);
     st.buf_state.assign(g.buffers.size(), BufferState::unallocated);
@@ -102,8 +121,7 @@ void Engine::init_stage(StageState& st, int64_t stage) {
   st.mem.stage = stage;
   for (size_t b = 0; b < g.buffers.size(); ++b) {
     const Buffer& buf = g.buffers[b];
-    st.buffer_bytes[b] = static_cast<double>(buf.bytes());
-    if (buf.resident) st.mem.resident[static_cast<size_t>(buf.category)] += st.buffer_bytes[b];
+    if (buf.resident) st.mem.resident[static_cast<size_t>(buf.category)] += st.idx->buffer_bytes[b];
   }
   if (st.mem.resident_total() > capacity_) {
     st.mem.over_capacity_us = 0.0;
@@ -114,15 +132,15 @@ void Engine::init_stage(StageState& st, int64_t stage) {
 void Engine::make_ready(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
-  st.start[id] = now_;
-  st.posted[id] = now_;
+  st.op[id].start = now_;
+  st.op[id].posted = now_;
   if (check_ && ++st.starts_n[id] > 1)
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " started twice");
   // Memory: allocations happen when the op starts (a transfer: when it is posted).
   if (!op.allocs.empty()) {
     for (BufferId b : op.allocs) {
       if (check_) check_buffer_transition(*st.g, b, st.buf_state[b], true, op, st.stage);
-      const double bytes = st.buffer_bytes[b];
+      const double bytes = st.idx->buffer_bytes[b];
       st.live[static_cast<size_t>(st.g->buffers[b].category)] += bytes;
       st.live_total += bytes;
     }
@@ -137,6 +155,10 @@ void Engine::make_ready(uint32_t s, OpId id) {
       }
     }
   }
+  // Its dependents' state is touched when it finishes: fetch it now, while the op runs (per-rank
+  // mode interleaves thousands of units, whose arrays do not stay in cache).
+  const GraphIndex& x = *st.idx;
+  for (uint32_t e = x.dep_begin[id]; e < x.dep_begin[id + 1]; ++e) __builtin_prefetch(&st.op[x.dependents[e]], 1);
   if (is_comm(op.kind)) start_comm(s, id);
   else start_compute(s, id);
 }
@@ -144,10 +166,10 @@ void Engine::make_ready(uint32_t s, OpId id) {
 void Engine::finish(uint32_t s, OpId id) {
   StageState& st = stages_[s];
   const Op& op = st.g->ops[id];
-  st.end[id] = now_;
-  st.done[id] = 1;
+  st.op[id].end = now_;
+  st.op[id].done = 1;
   if (slow_) {
-    if (st.holds[id]) release_sms(s, id);
+    if (st.op[id].holds) release_sms(s, id);
     else if (!is_comm(op.kind)) compute_done(s, id);
   }
   if (pool_) release_core(s, id);
@@ -155,14 +177,15 @@ void Engine::finish(uint32_t s, OpId id) {
     invariant_violated("ops run once", "stage " + std::to_string(st.stage) + " op " + op.full_name() + " finished twice");
   for (BufferId b : op.frees) {
     if (check_) check_buffer_transition(*st.g, b, st.buf_state[b], false, op, st.stage);
-    const double bytes = st.buffer_bytes[b];
+    const double bytes = st.idx->buffer_bytes[b];
     st.live[static_cast<size_t>(st.g->buffers[b].category)] -= bytes;
     st.live_total -= bytes;
   }
   ++st.finished;
-  for (uint32_t e = st.dep_begin[id]; e < st.dep_begin[id + 1]; ++e) {
-    const OpId d = st.dependents[e];
-    if (--st.waiting[d] == 0) release(s, d, id);
+  const GraphIndex& x = *st.idx;
+  for (uint32_t e = x.dep_begin[id]; e < x.dep_begin[id + 1]; ++e) {
+    const OpId d = x.dependents[e];
+    if (--st.op[d].waiting == 0) release(s, d, id);
   }
 }
 
@@ -190,9 +213,9 @@ void Engine::report_deadlock() const {
            " ops never ran; stream heads:";
     for (int s = 0; s < kStreams; ++s)
       for (OpId id : st.g->streams[static_cast<size_t>(s)])
-        if (!st.done[id]) {
+        if (!st.op[id].done) {
           msg += " " + std::string(to_string(static_cast<Stream>(s))) + "=" + st.g->ops[id].full_name() + " (waits for " +
-                 std::to_string(st.waiting[id]) + ")";
+                 std::to_string(st.op[id].waiting) + ")";
           break;
         }
   }
@@ -205,18 +228,24 @@ void Engine::check_end_of_step() const {
     if (p2p_dense_[i].stage != kNone)
       unmatched.push_back("pipeline tag " + std::to_string(kTagP2PBase + i) + " (" +
                           stages_[p2p_dense_[i].stage].g->ops[p2p_dense_[i].op].full_name() + ")");
-  for (const auto& [tag, h] : p2p_sparse_)
+  for (const auto& [key, h] : p2p_sparse_)
     if (h.stage != kNone)
-      unmatched.push_back("pipeline tag " + std::to_string(tag) + " (" + stages_[h.stage].g->ops[h.op].full_name() + ")");
+      unmatched.push_back("pipeline tag " + std::to_string(key >> 32) + " (" + stages_[h.stage].g->ops[h.op].full_name() + ")");
   for (const auto& [key, a] : cross_)
-    unmatched.push_back("cross-stage collective tag " + std::to_string(key.first) + " joined by " +
-                        std::to_string(a.parts.size()) + " of " + std::to_string(a.expected) + " stages");
+    unmatched.push_back("collective " + std::to_string(std::get<2>(key)) + " of group kind " +
+                        std::string(to_string(static_cast<GroupKind>(std::get<0>(key)))) + " joined by " +
+                        std::to_string(a.parts.size()) + " of " + std::to_string(a.expected) + " units");
   for (uint32_t j : handle_join_)
     if (j != kNone) unmatched.push_back("a network call was never reported finished");
   check_all_matched(unmatched);
   for (const StageState& st : stages_) {
     check_ran_once(*st.g, st.starts_n, st.finishes_n, st.stage);
-    check_causality(*st.g, st.start, st.end, st.stage);
+    std::vector<double> start, end;
+    for (const StageState::OpState& o : st.op) {
+      start.push_back(o.start);
+      end.push_back(o.end);
+    }
+    check_causality(*st.g, start, end, st.stage);
     check_memory_steady(*st.g, st.buf_state, st.live, st.stage);
   }
   net_.check_drained();
@@ -227,7 +256,11 @@ EngineOutput Engine::run() {
   check_ = opt_.check_invariants;
   const int64_t p = static_cast<int64_t>(ir_.stages.size());
   capacity_ = ir_.scenario.topology.device.memory_gib * kGiB;
-  stages_.resize(static_cast<size_t>(p));
+  const RankClasses* classes = opt_.classes;
+  stages_.resize(classes ? classes->classes.size() : static_cast<size_t>(p));
+  models_.assign(1, &compute_);
+  index_.assign(static_cast<size_t>(p), GraphIndex{});
+  for (const ComputeModel* m : opt_.node_models) models_.push_back(m);
   const Topology& topo = ir_.scenario.topology;
   coll_ = topo.collectives;
   share_.emplace(ir_);
@@ -235,20 +268,21 @@ EngineOutput Engine::run() {
   if (share_->mode() == CoreShare::Mode::node_cores) pool_.emplace(share_->nodes(), share_->cores());
   corrected_ = !topo.calibration.corrections.empty();
   size_t total_ops = 0;
-  for (int64_t s = 0; s < p; ++s) {
-    init_stage(stages_[static_cast<size_t>(s)], s);
-    total_ops += stages_[static_cast<size_t>(s)].g->ops.size();
+  for (size_t u = 0; u < stages_.size(); ++u) {
+    const RankClass* cls = classes ? &classes->classes[u] : nullptr;
+    init_stage(stages_[u], cls ? cls->stage : static_cast<int64_t>(u), cls);
+    total_ops += stages_[u].g->ops.size();
   }
   // Pipeline tags: kTagP2PBase + 2 (mb * virtual_stages_total + receiver) + direction.
   const int64_t vs_total = ir_.layout.pp() * std::max<int64_t>(1, ir_.scenario.parallel.virtual_pipeline_stages);
-  p2p_dense_.assign(static_cast<size_t>(2 * (ir_.scenario.num_microbatches() + 1) * vs_total + 2), Half{});
+  if (!classes) p2p_dense_.assign(static_cast<size_t>(2 * (ir_.scenario.num_microbatches() + 1) * vs_total + 2), Half{});
   joins_.reserve(total_ops / 4 + 16);
   parts_.reserve(total_ops / 4 + 16);
   req_.members.reserve(16);
 
   for (uint32_t s = 0; s < stages_.size(); ++s)
     for (OpId id = 0; id < stages_[s].g->ops.size(); ++id)
-      if (stages_[s].waiting[id] == 0) make_ready(s, id);
+      if (stages_[s].op[id].waiting == 0) make_ready(s, id);
 
   std::vector<uint64_t> done;
   for (;;) {
@@ -266,6 +300,7 @@ EngineOutput Engine::run() {
     }
     const Event e = heap_.top();
     heap_.pop();
+    if (!heap_.empty()) __builtin_prefetch(&stages_[heap_.top().stage].op[heap_.top().op]);  // the next event's op
     if (e.kind == EventKind::finish && slow_ && stale(e)) continue;  // superseded by a rescheduled completion
     if (check_) check_clock(now_, e.t, e.kind == EventKind::start ? "dispatch" : "compute");
     now_ = e.t;
@@ -284,11 +319,16 @@ EngineOutput Engine::run() {
   // Ranks ascend with stages (the pipeline coordinate is the slowest), so (rank, op) order.
   for (const StageState& st : stages_) {
     for (OpId id = 0; id < st.g->ops.size(); ++id) {
-      out.end_us = std::max(out.end_us, st.end[id]);
-      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.start[id], st.end[id], st.posted[id]});
+      out.end_us = std::max(out.end_us, st.op[id].end);
+      if (opt_.record_ops) out.ops.push_back(OpTiming{st.rank, id, st.op[id].start, st.op[id].end, st.op[id].posted});
     }
-    out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{}});
+    out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{},
+                                  st.cls ? st.cls->ranks : 1});
     out.memory.push_back(st.mem);
+    double busy = 0;
+    for (OpId id = 0; id < st.g->ops.size(); ++id)
+      if (!is_comm(st.g->ops[id].kind)) busy += st.op[id].dur;
+    out.compute_us.push_back(busy);
   }
   return out;
 }

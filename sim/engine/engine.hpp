@@ -2,7 +2,9 @@
 //
 // One representative rank per pipeline stage (Layout::representative) runs its stage's
 // StepGraph; every other rank of the stage runs the same graph at the same times (their
-// collectives are the network model's symmetric copies). Per rank, streams have CUDA
+// collectives are the network model's symmetric copies). In per-rank mode (EngineOptions::
+// classes) one rank per class of identical ranks runs instead, and a call starts when every
+// class in its group has reached it. Per rank, streams have CUDA
 // semantics: an op starts when it is at the head of its stream (its predecessor on the stream
 // has finished) and every op in `deps` has finished, plus a measured dispatch gap after a
 // same-stream predecessor or hand-off gap after a dependency on another stream, whichever ended
@@ -54,6 +56,8 @@ struct RankMemory {
   [[nodiscard]] double peak_total() const { return resident_total() + peak_transient; }
 };
 
+struct RankClasses;  // rank_classes.hpp
+
 struct EngineOptions {
   bool record_ops = true;  // fill EngineOutput::ops (needed by finalize and traces)
   // Check the simulator's invariants while running (sim/engine/invariants.hpp): time never
@@ -61,12 +65,18 @@ struct EngineOptions {
   // memory returns to its steady state; a violation throws InternalError. Read-only: results
   // are bit-identical either way. Default: on in debug builds, off in release.
   bool check_invariants = kCheckInvariantsByDefault;
+  // Per-rank mode (rank_classes.hpp): one simulated unit per class instead of per stage, each
+  // with its hardware's durations; `node_models[g]` times node group g's compute. Null: one
+  // representative per stage.
+  const RankClasses* classes = nullptr;
+  std::vector<const ComputeModel*> node_models;
 };
 
 struct EngineOutput {
   std::vector<OpTiming> ops;       // every op of every simulated rank, sorted by (rank, op)
-  std::vector<RankStats> ranks;    // one per stage
-  std::vector<RankMemory> memory;  // one per stage
+  std::vector<RankStats> ranks;    // one per simulated unit (stage, or class in per-rank mode)
+  std::vector<RankMemory> memory;  // likewise
+  std::vector<double> compute_us;  // likewise: the sum of its compute ops' durations
   int64_t events = 0;              // engine events (op completions) + network events
   int64_t ops_run = 0;
   double end_us = 0;               // when the last op ended

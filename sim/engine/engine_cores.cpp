@@ -18,18 +18,19 @@ void Engine::start_compute(uint32_t s, OpId id) {
     return;
   }
   if (!slow_) {
-    schedule(s, id, now_ + st.dur[id]);
+    schedule(s, id, now_ + st.op[id].dur);
     return;
   }
-  st.ev_seq[id] = seq_;
-  st.running.push_back(StageState::Running{id, st.dur[id], now_});
-  schedule(s, id, st.rate == 1.0 ? now_ + st.dur[id] : now_ + st.dur[id] / st.rate);
+  st.op[id].ev_seq = seq_;
+  st.running.push_back(StageState::Running{id, st.op[id].dur, now_});
+  schedule(s, id, st.rate == 1.0 ? now_ + st.op[id].dur : now_ + st.op[id].dur / st.rate);
 }
 
 // A compute op's completion event is stale when the op was rescheduled after it was pushed.
 bool Engine::stale(const Event& e) const {
   const StageState& st = stages_[e.stage];
-  return !is_comm(st.g->ops[e.op].kind) && st.ev_seq[e.op] != e.seq;
+  const StageState::OpState& o = st.op[e.op];
+  return !o.comm && o.ev_seq != e.seq;
 }
 
 void Engine::compute_done(uint32_t s, OpId id) {
@@ -56,16 +57,16 @@ int64_t Engine::collective_sms(uint32_t s, GroupKind g, const std::vector<int64_
 
 void Engine::hold_sms(uint32_t s, OpId id, int64_t sms) {
   StageState& st = stages_[s];
-  if (sms <= 0 || st.holds[id]) return;
-  st.holds[id] = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
-  st.held_sms += st.holds[id];
+  if (sms <= 0 || st.op[id].holds) return;
+  st.op[id].holds = static_cast<uint16_t>(std::min<int64_t>(sms, UINT16_MAX));
+  st.held_sms += st.op[id].holds;
   set_rate(s);
 }
 
 void Engine::release_sms(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  st.held_sms -= st.holds[id];
-  st.holds[id] = 0;
+  st.held_sms -= st.op[id].holds;
+  st.op[id].holds = 0;
   set_rate(s);
 }
 
@@ -79,7 +80,7 @@ void Engine::set_rate(uint32_t s) {
   for (StageState::Running& r : st.running) {
     r.left_us = std::max(0.0, r.left_us - (now_ - r.since_us) * st.rate);
     r.since_us = now_;
-    st.ev_seq[r.op] = seq_;
+    st.op[r.op].ev_seq = seq_;
     schedule(s, r.op, now_ + r.left_us / rate);
   }
   st.rate = rate;
@@ -91,11 +92,12 @@ void Engine::set_rate(uint32_t s) {
 // together), at most the node's.
 void Engine::claim_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  if (pool_->acquire(share_->node_of_stage(s), CorePool::Claim{s, id, share_->claim_cores(s)})) {
+  const auto stage = static_cast<uint32_t>(st.stage);  // a unit's node and ranks are its stage's
+  if (pool_->acquire(share_->node_of_stage(stage), CorePool::Claim{s, id, share_->claim_cores(stage)})) {
     run_on_core(s, id);
     return;
   }
-  st.core[id] = StageState::Core::queued;
+  st.op[id].core = StageState::Core::queued;
 }
 
 // A claim was granted now. When the stage's ranks on the node outnumber its cores they take
@@ -104,19 +106,20 @@ void Engine::claim_core(uint32_t s, OpId id) {
 // measures is the op's duration, the turns before it are waiting).
 void Engine::run_on_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  st.core[id] = StageState::Core::held;
-  const double end = now_ + st.dur[id] * share_->turns(s);
-  st.start[id] = end - st.dur[id];
+  st.op[id].core = StageState::Core::held;
+  const double end = now_ + st.op[id].dur * share_->turns(static_cast<uint32_t>(stages_[s].stage));
+  st.op[id].start = end - st.op[id].dur;
   schedule(s, id, end);
 }
 
 // The op is done: it gives its cores back, and the claims queued behind it run in order.
 void Engine::release_core(uint32_t s, OpId id) {
   StageState& st = stages_[s];
-  if (st.core[id] != StageState::Core::held) return;
-  st.core[id] = StageState::Core::none;
+  if (st.op[id].core != StageState::Core::held) return;
+  st.op[id].core = StageState::Core::none;
   std::vector<CorePool::Claim> granted;
-  pool_->release(share_->node_of_stage(s), share_->claim_cores(s), granted);
+  const auto stage = static_cast<uint32_t>(stages_[s].stage);
+  pool_->release(share_->node_of_stage(stage), share_->claim_cores(stage), granted);
   for (const CorePool::Claim& c : granted) run_on_core(c.stage, c.op);
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "sim/engine/engine.hpp"
 #include "sim/engine/invariants.hpp"
 #include "sim/engine/overhead.hpp"
+#include "sim/engine/rank_classes.hpp"
 
 namespace paralab::sim::detail {
 
@@ -45,18 +47,42 @@ struct Join {
   uint32_t count = 0;
 };
 
+// What every unit of a stage shares: its buffers' sizes (bytes), the count each op waits for at
+// the start (its deps plus its stream predecessor) and the reverse edges, CSR:
+// dependents[dep_begin[i] .. dep_begin[i+1]).
+struct GraphIndex {
+  std::vector<double> buffer_bytes;  // per buffer
+  std::vector<uint32_t> waiting0;
+  std::vector<uint32_t> dep_begin;
+  std::vector<OpId> dependents;
+};
+
+// One simulated rank: a stage's representative, or in per-rank mode a class of identical ranks
+// (rank_classes.hpp; `cls` set). Indexed by unit in Engine::stages_.
 struct StageState {
   const StepGraph* g = nullptr;
   int64_t stage = 0, rank = 0;
-  std::vector<double> dur;
-  std::vector<uint32_t> waiting;
-  std::vector<uint32_t> dep_begin;  // CSR of dependents: dependents[dep_begin[i] .. dep_begin[i+1])
-  std::vector<OpId> dependents;
-  std::vector<double> start, end;
-  std::vector<double> posted;  // when the op was ready on this rank (a call: before its peers arrived)
+  const RankClass* cls = nullptr;
+  const GraphIndex* idx = nullptr;  // the stage's (Engine::index_)
+  // Shared cores (Engine::pool_): whether a compute op holds a core of the node's pool or
+  // waits for one.
+  enum class Core : uint8_t { none, held, queued };
+  // Per op, together so that an event touches one cache line: its duration (compute, us), when
+  // it started and ended, when it was ready on this rank (posted: a call before its peers
+  // arrived), what it still waits for, whether it is done; beside communication (slow_) the SMs
+  // its communication kernel holds (0: none now) and the sequence number of its current
+  // completion event; with shared cores its core.
+  struct OpState {
+    double dur = 0, start = 0, end = 0, posted = 0;
+    uint64_t ev_seq = 0;
+    uint32_t waiting = 0;
+    uint16_t holds = 0;
+    uint8_t done : 1 = 0;
+    uint8_t comm : 1 = 0;  // a communication op (is_comm of its kind), kept here for the event loop
+    Core core = Core::none;
+  };
+  std::vector<OpState> op;
   std::vector<OpOverhead> over;  // measured corrections per op (overhead.hpp); empty: none
-  std::vector<uint8_t> done;
-  std::vector<double> buffer_bytes;
   std::array<double, kMemCategories> live{};
   double live_total = 0;
   RankMemory mem;
@@ -66,9 +92,7 @@ struct StageState {
   std::array<bool, static_cast<size_t>(GroupKind::kCount)> have_members{};
   std::map<uint32_t, uint32_t> tag_seen;  // cross-stage collectives: occurrences per tag
   // Compute beside communication (Engine::slow_): compute ops in flight with the work they
-  // have left at full speed, the SMs communication kernels hold, the resulting rate, and per
-  // op the SMs its communication kernel holds (0: none now) and the sequence number of its
-  // current completion event.
+  // have left at full speed, the SMs communication kernels hold and the resulting rate.
   struct Running {
     OpId op;
     double left_us, since_us;
@@ -76,12 +100,6 @@ struct StageState {
   std::vector<Running> running;
   int64_t held_sms = 0;
   double rate = 1.0;
-  std::vector<uint16_t> holds;
-  std::vector<uint64_t> ev_seq;
-  // Shared cores (Engine::pool_): per compute op whether it holds a core of the node's pool or
-  // waits for one.
-  enum class Core : uint8_t { none, held, queued };
-  std::vector<Core> core;
   std::array<int8_t, static_cast<size_t>(GroupKind::kCount)> intra_node{};  // per group kind: -1 unknown, 0/1
   // Invariant checks only (EngineOptions::check_invariants): how often each op started and
   // finished, and each buffer's lifecycle.
@@ -97,7 +115,22 @@ class Engine {
   EngineOutput run();
 
  private:
-  void init_stage(StageState& st, int64_t stage);
+  void init_stage(StageState& st, int64_t stage, const RankClass* cls);
+  const GraphIndex& graph_index(int64_t stage);              // built once per stage
+  const std::vector<double>& base_durations(int64_t stage, uint32_t model);  // likewise per model
+  // Per-rank mode: how many units must reach a call of group kind g before it starts (1: it
+  // starts at once), the id of their group type, and whether the call stands for copies.
+  uint32_t arrivals_needed(const StageState& st, GroupKind g) const;
+  uint32_t group_type(const StageState& st, GroupKind g) const { return st.cls ? st.cls->group_type[static_cast<size_t>(g)] : 0; }
+  bool symmetric(const StageState& st, GroupKind g) const {
+    return !st.cls || g == GroupKind::world || st.cls->groups_of_type[static_cast<size_t>(g)] > 1;
+  }
+  // Joins unit s's arrival at a call keyed `key`; true when this was the last one (the parts are
+  // then in `parts`, the first arrival first).
+  using ArrivalKey = std::tuple<uint8_t, uint32_t, uint32_t, uint32_t>;  // group kind, group type, tag or op, occurrence
+  bool arrive(const ArrivalKey& key, uint32_t needed, uint32_t s, OpId op, std::vector<std::pair<uint32_t, OpId>>& parts);
+  void launch_collective(uint32_t s, OpId op, const CollectiveAttrs& c, const std::vector<std::pair<uint32_t, OpId>>& parts);
+  void launch_ring(uint32_t s, const P2PAttrs& p, const std::vector<std::pair<uint32_t, OpId>>& parts);
   void make_ready(uint32_t s, OpId op);
   void finish(uint32_t s, OpId op);
   void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, EventKind::finish}); }
@@ -148,6 +181,7 @@ class Engine {
   const ComputeModel& compute_;
   NetworkModel& net_;
   EngineOptions opt_;
+  std::vector<const ComputeModel*> models_;  // by RankHardware::compute_model
   bool slow_ = false;  // compute beside communication modeled (SMs, or a CPU rank's cores)
   std::optional<CoreShare> share_;
   std::optional<CorePool> pool_;  // CoreShare::Mode::node_cores
@@ -155,6 +189,8 @@ class Engine {
   CollectiveSpec coll_;
   bool check_ = false;
   std::vector<StageState> stages_;
+  std::vector<GraphIndex> index_;  // per stage; empty until its first unit is set up
+  std::map<std::pair<int64_t, uint32_t>, std::vector<double>> base_dur_;
   std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
   uint64_t seq_ = 0;
   double now_ = 0;
@@ -172,14 +208,16 @@ class Engine {
     OpId op = 0;
     bool is_send = false;
   };
+  // In per-rank mode (and for sparse tags) the map, keyed (tag << 32 | receiving unit).
   std::vector<Half> p2p_dense_;
-  std::map<uint32_t, Half> p2p_sparse_;
-  // Cross-stage collectives waiting for stages: (tag, occurrence) -> arrivals so far.
+  std::map<uint64_t, Half> p2p_sparse_;
+  // Calls waiting for units (cross-stage collectives; in per-rank mode any call whose group
+  // holds several units): key -> arrivals so far.
   struct Arrivals {
     uint32_t expected = 0;
     std::vector<std::pair<uint32_t, OpId>> parts;
   };
-  std::map<std::pair<uint32_t, uint32_t>, Arrivals> cross_;
+  std::map<ArrivalKey, Arrivals> cross_;
 };
 
 }  // namespace paralab::sim::detail

@@ -35,6 +35,15 @@ inline Scenario load_inline(const std::string& toml, const std::vector<std::stri
   return load_scenario(file, sets);
 }
 
+// Sixteen wide layers with a tiny vocabulary (the embedding and the head add ~0.2 % to the
+// first and last stage, so pipeline stages are equal), SGD without clipping (a short optimizer
+// tail); sequences of 2,048 in bf16. `batch` is "global_batch_size = G\nmicro_batch_size = B".
+inline std::string equal_layers_model(const std::string& batch) {
+  return "[model]\nnum_layers = 16\nhidden_size = 4096\nnum_attention_heads = 32\nffn_hidden_size = 16384\n"
+         "vocab_size = 128\nseq_length = 2048\n[training]\n" + batch +
+         "\nprecision = \"bf16\"\noptimizer = \"sgd\"\nclip_grad = 0\nattention = \"flash\"\n";
+}
+
 // Every link a million GB/s with no latency and no call overhead: communication takes ~0.
 inline void free_network(Topology& t) {
   for (LinkSpec* l : {&t.node.intra_link, &t.node.pcie, &t.node.nic, &t.network.switch_link}) {

@@ -19,30 +19,8 @@ namespace {
 // the embedding and the head add ~0.2 % to the first and last stage; SGD without clipping
 // keeps the optimizer tail short. Eight micro-batches of 8 sequences.
 std::string equal_stages() {
-  return R"(
-[model]
-num_layers = 16
-hidden_size = 4096
-num_attention_heads = 32
-ffn_hidden_size = 16384
-vocab_size = 128
-seq_length = 2048
-[training]
-global_batch_size = 64
-micro_batch_size = 8
-precision = "bf16"
-optimizer = "sgd"
-clip_grad = 0
-attention = "flash"
-[parallel]
-tensor = 1
-pipeline = 4
-data = 1
-[cluster]
-topology = "dgx-a100"
-nodes = 1
-devices_per_node = 4
-)";
+  return equal_layers_model("global_batch_size = 64\nmicro_batch_size = 8") +
+         "[parallel]\ntensor = 1\npipeline = 4\ndata = 1\n[cluster]\ntopology = \"dgx-a100\"\nnodes = 1\ndevices_per_node = 4\n";
 }
 
 struct PipelineRun {

@@ -1,0 +1,63 @@
+// paralab — how ranks of one cluster differ ([variation] of a scenario, docs/config.md):
+// per-GPU compute speed drawn from a seeded distribution, stragglers and node groups of another
+// topology. Loaded once at the edge with the scenario (ir/variation.cpp); the
+// simulator turns it into per-rank hardware (sim/engine/rank_classes.hpp) and simulates every
+// rank that differs (docs/simulator.md "Per-rank mode").
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/error.hpp"
+#include "ir/op_kind.hpp"
+#include "ir/raw_config.hpp"
+#include "ir/topology.hpp"
+
+namespace paralab {
+
+// One slow rank or node: its compute ops (of `op_kinds`, every compute op when empty) take
+// `slowdown` times as long. Exactly one of rank and node is set.
+struct Straggler {
+  std::optional<int64_t> rank, node;
+  double slowdown = 1.0;
+  std::string op_kinds;  // comma-separated OpKind names (ir/op_kind.hpp), e.g. "gemm,attention_fwd"
+
+  // Whether ops of kind `k` are slowed (communication ops never are).
+  [[nodiscard]] bool slows(OpKind k) const;
+};
+
+// Nodes first_node .. last_node (inclusive) built from another topology file (e.g. an older
+// GPU generation): their devices compute at that topology's speeds; the network is the
+// cluster's.
+struct NodeGroup {
+  int64_t first_node = 0, last_node = 0;
+  std::string topology;  // name in topologies/ or a path, as cluster.topology
+  Topology resolved;     // loaded with the scenario
+};
+
+struct VariationConfig {
+  double gpu_speed_cv = 0;  // coefficient of variation of per-GPU compute speed (0: identical)
+  int64_t seed = 1;         // of the per-GPU draws; sample i of --samples uses seed + i
+  std::vector<Straggler> stragglers;
+  std::vector<NodeGroup> node_groups;
+
+  // True when some input makes ranks differ (the simulator then runs per-rank mode).
+  [[nodiscard]] bool any() const {
+    return gpu_speed_cv > 0 || !stragglers.empty() || !node_groups.empty();
+  }
+};
+
+// Reads the `[[variation.straggler]]` and `[[variation.node_group]]` arrays of a scenario file into `v` (node groups' topologies resolved against `dir`). Throws
+// ConfigError for any other array, unknown keys, bad values and, per entry, what is allowed.
+void read_variation_arrays(VariationConfig& v, const std::map<std::string, RawArray>& arrays,
+                           const std::filesystem::path& dir, const std::string& file);
+
+// Checks entries against the cluster (ranks and nodes that exist, groups that do not overlap,
+// node-group devices per node equal to the cluster's). `world` ranks on `nodes` nodes.
+void validate_variation(const VariationConfig& v, int64_t world, int64_t nodes, int64_t devices_per_node,
+                        const std::string& file);
+
+}  // namespace paralab

@@ -1,0 +1,194 @@
+// paralab — per-rank mode: classes of identical ranks, bit-identical results without variation,
+// a straggler against the 1F1B closed form, and deterministic distributions over draws.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <numeric>
+
+#include "engine_test_util.hpp"
+#include "ir/topology_loader.hpp"
+#include "sim/engine/rank_classes.hpp"
+#include "sim/samples.hpp"
+
+using namespace paralab;
+using namespace paralab::sim;
+using namespace paralab::sim::test;
+
+namespace {
+
+// Four equal pipeline stages of four wide layers on TP2 x PP4 x DP4 (four DGX A100 nodes), eight
+// micro-batches per replica.
+std::string tp_pp_dp() {
+  return equal_layers_model("global_batch_size = 64\nmicro_batch_size = 2") +
+         "[parallel]\ntensor = 2\npipeline = 4\ndata = 4\n[cluster]\ntopology = \"dgx-a100\"\nnodes = 4\n";
+}
+
+void require_same(const Simulation& a, const Simulation& b) {
+  REQUIRE(a.result.step_time_s == b.result.step_time_s);
+  REQUIRE(a.result.ops.size() == b.result.ops.size());
+  for (size_t i = 0; i < a.result.ops.size(); ++i) {
+    const OpTiming &x = a.result.ops[i], &y = b.result.ops[i];
+    REQUIRE((x.rank == y.rank && x.op == y.op && x.start_us == y.start_us && x.end_us == y.end_us));
+  }
+  REQUIRE(a.result.peak_memory_gib == b.result.peak_memory_gib);
+  REQUIRE(a.result.breakdown.compute_s == b.result.breakdown.compute_s);
+  REQUIRE(a.result.breakdown.bubble_s == b.result.breakdown.bubble_s);
+  REQUIRE(a.result.bubble_fraction == b.result.bubble_fraction);
+}
+
+}  // namespace
+
+TEST_CASE("per-rank mode without variation is the representative mode, bit for bit", "[engine][per-rank]") {
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir() / "scenarios")) {
+    if (e.path().extension() != ".toml") continue;
+    INFO(e.path().filename().string());
+    const StepIR ir = build_step_ir(load_scenario(e.path()));
+    SimulateOptions forced;
+    forced.per_rank = true;
+    const Simulation a = simulate(ir), b = simulate(ir, forced);
+    CHECK_FALSE(a.per_rank);
+    CHECK(b.per_rank);
+    CHECK(b.simulated_ranks == ir.layout.pp());  // one class per stage
+    require_same(a, b);
+    ++checked;
+  }
+  CHECK(checked >= 10);
+}
+
+TEST_CASE("classes: a straggler splits off only the ranks it can reach", "[engine][per-rank]") {
+  Scenario s = load_inline(tp_pp_dp());
+  Straggler st;
+  st.rank = 5;  // tp 1, dp 2, stage 0
+  st.slowdown = 1.3;
+  s.variation.stragglers.push_back(st);
+  const StepIR ir = build_step_ir(s);
+  const RankClasses c = rank_classes(ir, draw_hardware(ir, ir.scenario.variation, 0));
+  int64_t total = 0;
+  for (const RankClass& rc : c.classes) total += rc.ranks;
+  CHECK(total == ir.layout.world());
+  const RankClass& slow = c.classes[c.class_of[5]];
+  CHECK(slow.ranks == 1);
+  CHECK(slow.hardware.slowdown[static_cast<size_t>(OpKind::gemm)] == Approx(1.3));
+  CHECK(slow.hardware.slowdown[static_cast<size_t>(OpKind::collective)] == 1.0);
+  CHECK(c.class_of[4] != c.class_of[5]);  // its TP partner: same hardware, other group position
+  CHECK(c.classes.size() > static_cast<size_t>(ir.layout.pp()));
+  CHECK(c.classes.size() < static_cast<size_t>(ir.layout.world()));
+  // Without the straggler: one class per stage.
+  const RankClasses plain = rank_classes(ir, draw_hardware(ir, VariationConfig{}, 0));
+  CHECK(plain.classes.size() == static_cast<size_t>(ir.layout.pp()));
+  // A slowdown of exactly 1 changes no hardware and splits nothing.
+  VariationConfig unit = ir.scenario.variation;
+  unit.stragglers[0].slowdown = 1.0;
+  CHECK(rank_classes(ir, draw_hardware(ir, unit, 0)).classes.size() == static_cast<size_t>(ir.layout.pp()));
+}
+
+// One straggler at 1.3x in the last stage of a TP x PP x DP layout with a free network: its
+// tensor-parallel group runs at its pace (the partner waits at every TP collective), so the
+// stage takes 1.3 T per micro-batch instead of T; under 1F1B the last stage runs its m forward
+// and backward pairs back to back (no warm-up wait), so its pipeline is paced by it, and the
+// other replicas wait for it at the gradient reduce: (p-1) F + m 1.3T + (p-1) B instead of
+// (m+p-1) T (Narayanan et al. 2021, Sec. 2.2.1, with one slow stage), plus its 1.3x optimizer
+// step: the step grows by 0.3 (m T + opt). (An earlier stage hides part of its slowdown in the
+// wait of its warm-up, so the last stage is the one the closed form is exact for.)
+TEST_CASE("closed form: one 1.3x straggler in the last stage costs 0.3 (m T + opt)", "[engine][per-rank][closed-form]") {
+  Scenario s = load_inline(tp_pp_dp());
+  free_network(s.topology);
+  const StepIR base_ir = build_step_ir(s);
+  const Simulation base = simulate(base_ir);
+  const int64_t slow_rank = base_ir.layout.rank({1, 0, 2, 3}), stage = base_ir.layout.stage_of(slow_rank);
+  REQUIRE(stage == base_ir.layout.pp() - 1);
+  const int64_t rep = base_ir.layout.representative(stage);
+  const StepGraph& g = base_ir.stages[static_cast<size_t>(stage)];
+  double t_mb = 0, opt = 0;
+  for (const OpTiming& t : base.result.ops) {
+    if (t.rank != rep || g.op(t.op).stream != Stream::compute) continue;
+    if (g.op(t.op).phase == Phase::optimizer) opt += t.end_us - t.start_us;
+    else if (g.op(t.op).microbatch == 0) t_mb += t.end_us - t.start_us;
+  }
+  const auto m = static_cast<double>(s.num_microbatches());
+  REQUIRE(m == 8);
+  REQUIRE(t_mb > 10'000);
+
+  Straggler st;
+  st.rank = slow_rank;
+  st.slowdown = 1.3;
+  s.variation.stragglers.push_back(st);
+  const StepIR ir = build_step_ir(s);
+  const Simulation slow = simulate(ir);
+  CHECK(slow.per_rank);
+  const double grew_us = (slow.result.step_time_s - base.result.step_time_s) * 1e6;
+  const double expected_us = 0.3 * (m * t_mb + opt);
+  CHECK(grew_us == Approx(expected_us).epsilon(0.03));
+}
+
+TEST_CASE("samples: deterministic whatever the thread count, and spread by gpu_speed_cv", "[engine][per-rank]") {
+  Scenario s = load_inline(tp_pp_dp(), {"variation.gpu_speed_cv=0.05", "variation.seed=7"});
+  const StepIR ir = build_step_ir(s);
+  const Distribution one = simulate_samples(ir, 6, 1), two = simulate_samples(ir, 6, 2);
+  REQUIRE(one.runs.size() == 6);
+  for (size_t i = 0; i < one.runs.size(); ++i) {
+    CHECK(one.runs[i].step_time_s == two.runs[i].step_time_s);
+    CHECK(one.runs[i].slowest_rank == two.runs[i].slowest_rank);
+    CHECK(one.runs[i].simulated_ranks == ir.layout.world());  // every rank distinct
+  }
+  CHECK(one.p99_s == two.p99_s);
+  CHECK(one.max_s > one.min_s);  // draws differ
+  CHECK(one.p50_s <= one.p90_s);
+  CHECK(one.p90_s <= one.p99_s);
+  // The slowest GPU of a draw paces its groups: every draw is slower than identical GPUs.
+  const double uniform = simulate(build_step_ir(load_inline(tp_pp_dp()))).result.step_time_s;
+  CHECK(one.min_s > uniform);
+  // Sample 0 of --samples is the draw simulate() makes.
+  SimulateOptions o;
+  o.record_ops = false;
+  CHECK(simulate(ir, o).end_us * 1e-6 == one.runs[0].step_time_s);
+}
+
+TEST_CASE("percentiles are nearest-rank", "[engine][per-rank]") {
+  std::vector<double> v(100);
+  std::iota(v.begin(), v.end(), 1.0);
+  CHECK(percentile(v, 0.5) == 50);
+  CHECK(percentile(v, 0.9) == 90);
+  CHECK(percentile(v, 0.99) == 99);
+  CHECK(percentile({3.0}, 0.99) == 3);
+}
+
+TEST_CASE("node groups compute at their own topology's speed", "[engine][per-rank]") {
+  const std::string older = data_dir().string() + "/topologies/dgx-a100.toml";
+  Scenario s = load_inline(tp_pp_dp(), {"cluster.topology=dgx-h100"});
+  const StepIR fast = build_step_ir(s);
+  NodeGroup g;
+  g.first_node = 1;
+  g.last_node = 1;
+  g.topology = "dgx-a100";
+  g.resolved = load_topology(older);
+  s.variation.node_groups.push_back(g);
+  const StepIR mixed = build_step_ir(s);
+  const Simulation a = simulate(fast), b = simulate(mixed);
+  CHECK(b.per_rank);
+  CHECK(b.result.step_time_s > 1.2 * a.result.step_time_s);  // the A100 node paces the step
+}
+
+TEST_CASE("[variation] errors name the key, the value and what is allowed", "[engine][per-rank][config]") {
+  const auto fails = [](const std::string& extra, const std::string& needle) {
+    try {
+      load_inline(tp_pp_dp() + extra);
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.find(needle) != std::string::npos);
+      return;
+    }
+    FAIL("accepted: " + extra);
+  };
+  fails("[[variation.straggler]]\nrank = 32\nslowdown = 2\n", "no such rank");
+  fails("[[variation.straggler]]\nrank = 1\nnode = 0\nslowdown = 2\n", "exactly one of rank and node");
+  fails("[[variation.straggler]]\nrank = 1\n", "variation.straggler.slowdown");
+  fails("[[variation.straggler]]\nnode = 0\nslowdown = 2\nop_kinds = \"gemm,collective\"\n", "not a compute op kind");
+  fails("[[variation.straggler]]\nnode = 0\nslowdown = 2\nspeed = 3\n", "unknown key");
+  fails("[[variation.link]]\nnode = 0\n", "arrays of tables are not part of a scenario");
+  fails("[[variation.node_group]]\nfirst_node = 1\nlast_node = 5\ntopology = \"dgx-a100\"\n", "not a range");
+  fails("[[variation.node_group]]\nfirst_node = 0\nlast_node = 0\ntopology = \"cpu-host\"\n", "not GPUs");
+  fails("[variation]\ngpu_speed_cv = 0.9\n", "variation.gpu_speed_cv");
+}
