@@ -26,6 +26,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--trace", true, "write a Chrome trace-event file (open it in Perfetto / chrome://tracing)"},
     {"--slow-rank", true, "with --slowdown F: rank R's compute ops take F times as long (a straggler, [variation])"},
     {"--slowdown", true, "the straggler's slowdown factor F >= 1"},
+    {"--growth", false, "with a straggler: its cost again at 2x and 4x the data-parallel replicas (weak scaling)"},
     {"--samples", true, "simulate N cluster draws of [variation]: step-time p50/p90/p99, mean MFU, slowest ranks"},
     {"--threads", true, "threads for --samples (default: every core; the output does not depend on it)"},
     {"--tokens", true, "also: time to train N tokens with failures, checkpoints and restarts ([reliability], docs/goodput.md)"},

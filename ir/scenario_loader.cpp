@@ -6,6 +6,7 @@
 #include "ir/ir_size.hpp"
 #include "ir/raw_config.hpp"
 #include "ir/schema.hpp"
+#include "ir/step_ir.hpp"
 #include "ir/topology_loader.hpp"
 
 namespace paralab {
@@ -226,6 +227,16 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   }
   validate_scenario(s);
   validate_variation(s.variation, s.world_size(), s.cluster.nodes, s.cluster.devices_per_node, raw.file);
+  if (!s.variation.links.empty()) {
+    const SourceLoc at{raw.file, 0, 0};
+    if (s.topology.network.kind == NetworkKind::none || s.cluster.nodes < 2)
+      throw ConfigError(at, "variation.link.node", std::to_string(s.variation.links[0].node),
+                        "this cluster has no network between nodes to degrade", "a cluster of two or more nodes on a network");
+    if (nvlink_domain_devices(s) != s.cluster.devices_per_node)
+      throw ConfigError(at, "variation.link.node", std::to_string(s.variation.links[0].node),
+                        "the topology's NVLink domain spans several hosts, whose NICs the network model pools",
+                        "a topology whose NVLink domain is one host (dgx-*, not gb*-nvl72)");
+  }
   // Resources: an IR this host cannot hold is refused here, before generation starts (once per
   // file loaded, not in validate_scenario, which the planner calls for every candidate).
   check_ir_fits_host(s, host_memory_available_bytes());

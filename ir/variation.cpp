@@ -34,6 +34,18 @@ const FieldTable<StragglerRow>& straggler_table() {
   return t;
 }
 
+const FieldTable<LinkVariation>& link_table() {
+  static const FieldTable<LinkVariation> t = [] {
+    FieldTable<LinkVariation> x;
+    x.integer("node", AT(node), 0, int64_t{1} << 40, "", "the node whose network interfaces degrade")
+        .required()
+        .real("bandwidth_fraction", AT(bandwidth_fraction), 0, 1, "", "of their bandwidth left", true)
+        .required();
+    return x;
+  }();
+  return t;
+}
+
 const FieldTable<NodeGroup>& node_group_table() {
   static const FieldTable<NodeGroup> t = [] {
     FieldTable<NodeGroup> x;
@@ -99,6 +111,10 @@ void read_variation_arrays(VariationConfig& v, const std::map<std::string, RawAr
         s.slowdown = r.slowdown;
         s.op_kinds = r.op_kinds;
         v.stragglers.push_back(s);
+      } else if (name == "variation.link") {
+        LinkVariation l;
+        link_table().read(l, e, name + ".", at);
+        v.links.push_back(l);
       } else if (name == "variation.node_group") {
         NodeGroup g;
         node_group_table().read(g, e, name + ".", at);
@@ -107,7 +123,7 @@ void read_variation_arrays(VariationConfig& v, const std::map<std::string, RawAr
         v.node_groups.push_back(std::move(g));
       } else {
         throw ConfigError(SourceLoc{file, 0, 0}, name, "", "arrays of tables are not part of a scenario",
-                          "[[variation.straggler]], [[variation.node_group]]");
+                          "[[variation.straggler]], [[variation.link]], [[variation.node_group]]");
       }
     }
   }
@@ -124,6 +140,10 @@ void validate_variation(const VariationConfig& v, int64_t world, int64_t nodes, 
       throw ConfigError(at, "variation.straggler.node", std::to_string(*s.node), "no such node",
                         "0 .. " + std::to_string(nodes - 1));
   }
+  for (const LinkVariation& l : v.links)
+    if (l.node >= nodes)
+      throw ConfigError(at, "variation.link.node", std::to_string(l.node), "no such node",
+                        "0 .. " + std::to_string(nodes - 1));
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (const NodeGroup& g : v.node_groups) {
     if (g.first_node > g.last_node || g.last_node >= nodes)

@@ -1,6 +1,6 @@
 // paralab — how ranks of one cluster differ ([variation] of a scenario, docs/config.md):
-// per-GPU compute speed drawn from a seeded distribution, stragglers and node groups of another
-// topology. Loaded once at the edge with the scenario (ir/variation.cpp); the
+// per-GPU compute speed drawn from a seeded distribution, stragglers, degraded network links and
+// node groups of another topology. Loaded once at the edge with the scenario (ir/variation.cpp); the
 // simulator turns it into per-rank hardware (sim/engine/rank_classes.hpp) and simulates every
 // rank that differs (docs/simulator.md "Per-rank mode").
 #pragma once
@@ -29,6 +29,14 @@ struct Straggler {
   [[nodiscard]] bool slows(OpKind k) const;
 };
 
+// A node's network interfaces at a fraction of their bandwidth (a degraded NIC or cable; a
+// link that is down is not modeled: NCCL would move its traffic to other NICs, which needs
+// routing around it).
+struct LinkVariation {
+  int64_t node = 0;
+  double bandwidth_fraction = 1.0;
+};
+
 // Nodes first_node .. last_node (inclusive) built from another topology file (e.g. an older
 // GPU generation): their devices compute at that topology's speeds; the network is the
 // cluster's.
@@ -42,15 +50,16 @@ struct VariationConfig {
   double gpu_speed_cv = 0;  // coefficient of variation of per-GPU compute speed (0: identical)
   int64_t seed = 1;         // of the per-GPU draws; sample i of --samples uses seed + i
   std::vector<Straggler> stragglers;
+  std::vector<LinkVariation> links;
   std::vector<NodeGroup> node_groups;
 
   // True when some input makes ranks differ (the simulator then runs per-rank mode).
   [[nodiscard]] bool any() const {
-    return gpu_speed_cv > 0 || !stragglers.empty() || !node_groups.empty();
+    return gpu_speed_cv > 0 || !stragglers.empty() || !links.empty() || !node_groups.empty();
   }
 };
 
-// Reads the `[[variation.straggler]]` and `[[variation.node_group]]` arrays of a scenario file into `v` (node groups' topologies resolved against `dir`). Throws
+// Reads the `[[variation.straggler]]`, `[[variation.link]]` and `[[variation.node_group]]` arrays of a scenario file into `v` (node groups' topologies resolved against `dir`). Throws
 // ConfigError for any other array, unknown keys, bad values and, per entry, what is allowed.
 void read_variation_arrays(VariationConfig& v, const std::map<std::string, RawArray>& arrays,
                            const std::filesystem::path& dir, const std::string& file);

@@ -36,7 +36,8 @@ SampleRun run_one(const StepIR& ir, int64_t i, double model_flops, double peak) 
   r.step_time_s = s.end_us * 1e-6;
   const auto gpus = static_cast<double>(ir.layout.world());
   r.mfu = r.step_time_s > 0 && peak > 0 ? model_flops / r.step_time_s / gpus / 1e12 / peak : 0;
-  r.slowest_rank = s.slowest_rank;
+  if (!s.critical_compute_us.empty()) r.critical_rank = s.critical_compute_us.front().first;
+  for (size_t g = 0; g < r.critical_comm_s.size(); ++g) r.critical_comm_s[g] = s.critical_comm_us[g] * 1e-6;
   r.simulated_ranks = s.simulated_ranks;
   return r;
 }
@@ -76,18 +77,20 @@ Distribution simulate_samples(const StepIR& ir, int64_t samples, int threads) {
     times.push_back(r.step_time_s);
     d.mean_s += r.step_time_s;
     d.mean_mfu += r.mfu;
-    ++slow[r.slowest_rank];
+    ++slow[r.critical_rank];
+    for (size_t g = 0; g < r.critical_comm_s.size(); ++g) d.mean_critical_comm_s[g] += r.critical_comm_s[g];
   }
   const auto n = static_cast<double>(samples);
   d.mean_s /= n;
   d.mean_mfu /= n;
+  for (double& x : d.mean_critical_comm_s) x /= n;
   d.p50_s = percentile(times, 0.50);
   d.p90_s = percentile(times, 0.90);
   d.p99_s = percentile(times, 0.99);
   d.min_s = *std::min_element(times.begin(), times.end());
   d.max_s = *std::max_element(times.begin(), times.end());
-  for (const auto& [rank, count] : slow) d.slowest.push_back(RankCount{rank, count});
-  std::stable_sort(d.slowest.begin(), d.slowest.end(),
+  for (const auto& [rank, count] : slow) d.critical.push_back(RankCount{rank, count});
+  std::stable_sort(d.critical.begin(), d.critical.end(),
                    [](const RankCount& a, const RankCount& b) { return a.samples > b.samples; });
   return d;
 }

@@ -22,12 +22,14 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   // (cluster.devices_per_node, e.g. 2 ranks on a 4-core host), or an NVLink domain of hosts.
   const Topology topo = network_view(ir.scenario.topology, ir.layout);
   const ComputeModel compute(topo);
-  NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm);
+  const VariationConfig& variation = options.variation ? *options.variation : ir.scenario.variation;
+  std::vector<std::pair<int64_t, double>> nics;  // degraded NICs, by host node
+  for (const LinkVariation& l : variation.links) nics.emplace_back(l.node, l.bandwidth_fraction);
+  NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm, nics);
   net.set_check_invariants(options.check_invariants);
   sim.network_build_s = seconds_since(t0);
 
   // Per-rank mode: the draw's hardware, its classes and the node groups' compute models.
-  const VariationConfig& variation = options.variation ? *options.variation : ir.scenario.variation;
   sim.per_rank = options.per_rank || variation.any();
   RankClasses classes;
   std::vector<ComputeModel> node_models;
@@ -49,10 +51,8 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   sim.network = net.stats();
   sim.simulated_ranks = static_cast<int64_t>(out.ranks.size());
   sim.end_us = out.end_us;
-  size_t slowest = 0;
-  for (size_t u = 1; u < out.compute_us.size(); ++u)
-    if (out.compute_us[u] > out.compute_us[slowest]) slowest = u;
-  if (!out.ranks.empty()) sim.slowest_rank = out.ranks[slowest].rank;
+  sim.critical_compute_us = std::move(out.critical_compute_us);
+  sim.critical_comm_us = out.critical_comm_us;
 
   const auto t2 = std::chrono::steady_clock::now();
   StepResult& r = sim.result;

@@ -42,7 +42,10 @@ struct Simulation {
   int64_t simulated_ranks = 0;     // units the engine ran: stages, or classes in per-rank mode
   bool per_rank = false;
   double end_us = 0;               // when the step's last op ended (set with record_ops off too)
-  int64_t slowest_rank = 0;        // the simulated rank with the most compute time
+  // The critical path (EngineOutput): compute time on it per simulated rank, most first, and
+  // communication time on it per group kind (us).
+  std::vector<std::pair<int64_t, double>> critical_compute_us;
+  std::array<double, static_cast<size_t>(GroupKind::kCount)> critical_comm_us{};
   CommStats network;               // the network model's counters
   double network_build_s = 0;      // building the cluster graph
   double engine_s = 0;             // the event loop

@@ -97,13 +97,14 @@ void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
   {
     const std::vector<double> computed = cls ? std::vector<double>{} : compute_.durations(g);
     const std::vector<double>& base = cls ? base_durations(stage, cls->hardware.compute_model) : computed;
-    // A class's hardware: its compute model's durations times its per-kind slowdown.
-    for (size_t i = 0; i < n; ++i)
-      st.op[i].dur = cls ? base[i] * cls->hardware.slowdown[static_cast<size_t>(g.ops[i].kind)] : base[i];
+    for (size_t i = 0; i < n; ++i) st.op[i].dur = base[i];
   }
   st.over = stage_overheads(ir_, g, st.rank);
   for (size_t i = 0; i < st.over.size(); ++i)
     if (!is_comm(g.ops[i].kind)) st.op[i].dur = std::max(0.0, st.over[i].time.apply(st.op[i].dur));
+  // A class's hardware slows the op as it runs on the device, its measured correction included.
+  if (cls)
+    for (size_t i = 0; i < n; ++i) st.op[i].dur *= cls->hardware.slowdown[static_cast<size_t>(g.ops[i].kind)];
   st.idx = &graph_index(stage);
   for (size_t i = 0; i < n; ++i) {
     st.op[i].waiting = st.idx->waiting0[i];
@@ -185,7 +186,11 @@ void Engine::finish(uint32_t s, OpId id) {
   const GraphIndex& x = *st.idx;
   for (uint32_t e = x.dep_begin[id]; e < x.dep_begin[id + 1]; ++e) {
     const OpId d = x.dependents[e];
-    if (--st.op[d].waiting == 0) release(s, d, id);
+    if (--st.op[d].waiting == 0) {
+      st.op[d].pred_unit = s;
+      st.op[d].pred_op = id;
+      release(s, d, id);
+    }
   }
 }
 
@@ -252,6 +257,36 @@ void Engine::check_end_of_step() const {
   if (pool_ && !pool_->idle()) invariant_violated("cores returned", "a core of a shared node is still held or claimed at the end of the step");
 }
 
+void Engine::critical_path(EngineOutput& out) const {
+  uint32_t u = kNone;
+  OpId id = 0;
+  double last = -1;
+  for (uint32_t s = 0; s < stages_.size(); ++s)
+    for (OpId i = 0; i < stages_[s].op.size(); ++i)
+      if (stages_[s].op[i].end > last) last = stages_[s].op[i].end, u = s, id = i;
+  std::vector<double> compute(stages_.size(), 0.0);
+  // Walking back, each op counts until the start of the one it released (the members of a call
+  // share its time: it counts once).
+  double horizon = last;
+  for (size_t steps = 0; u != kNone && steps <= total_ops_; ++steps) {
+    const StageState& st = stages_[u];
+    const StageState::OpState& o = st.op[id];
+    const Op& op = st.g->ops[id];
+    const double t = std::max(0.0, std::min(o.end, horizon) - o.start);
+    horizon = std::min(horizon, o.start);
+    if (!o.comm) compute[u] += t;
+    else if (op.kind == OpKind::collective) out.critical_comm_us[static_cast<size_t>(op.collective()->group)] += t;
+    else out.critical_comm_us[static_cast<size_t>(op.p2p()->group)] += t;
+    const uint32_t pu = o.pred_unit;
+    id = o.pred_op;
+    u = pu;
+  }
+  for (uint32_t s = 0; s < stages_.size(); ++s)
+    if (compute[s] > 0) out.critical_compute_us.emplace_back(stages_[s].rank, compute[s]);
+  std::stable_sort(out.critical_compute_us.begin(), out.critical_compute_us.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+}
+
 EngineOutput Engine::run() {
   check_ = opt_.check_invariants;
   const int64_t p = static_cast<int64_t>(ir_.stages.size());
@@ -273,6 +308,7 @@ EngineOutput Engine::run() {
     init_stage(stages_[u], cls ? cls->stage : static_cast<int64_t>(u), cls);
     total_ops += stages_[u].g->ops.size();
   }
+  total_ops_ = total_ops;
   // Pipeline tags: kTagP2PBase + 2 (mb * virtual_stages_total + receiver) + direction.
   const int64_t vs_total = ir_.layout.pp() * std::max<int64_t>(1, ir_.scenario.parallel.virtual_pipeline_stages);
   if (!classes) p2p_dense_.assign(static_cast<size_t>(2 * (ir_.scenario.num_microbatches() + 1) * vs_total + 2), Half{});
@@ -313,6 +349,7 @@ EngineOutput Engine::run() {
   if (check_) check_end_of_step();
 
   EngineOutput out;
+  critical_path(out);
   out.events = events_;
   out.ops_run = static_cast<int64_t>(total_ops);
   if (opt_.record_ops) out.ops.reserve(total_ops);
@@ -325,10 +362,6 @@ EngineOutput Engine::run() {
     out.ranks.push_back(RankStats{st.rank, st.stage, st.mem.peak_total(), st.mem.peak_time_us, st.mem.peak_op, Breakdown{},
                                   st.cls ? st.cls->ranks : 1});
     out.memory.push_back(st.mem);
-    double busy = 0;
-    for (OpId id = 0; id < st.g->ops.size(); ++id)
-      if (!is_comm(st.g->ops[id].kind)) busy += st.op[id].dur;
-    out.compute_us.push_back(busy);
   }
   return out;
 }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <array>
+#include <utility>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -76,7 +77,11 @@ struct EngineOutput {
   std::vector<OpTiming> ops;       // every op of every simulated rank, sorted by (rank, op)
   std::vector<RankStats> ranks;    // one per simulated unit (stage, or class in per-rank mode)
   std::vector<RankMemory> memory;  // likewise
-  std::vector<double> compute_us;  // likewise: the sum of its compute ops' durations
+  // The critical path, walked back from the op that ended last through what released each op
+  // last (a dependency or stream predecessor; for a call, its last member to arrive): compute
+  // time on it per simulated rank (most first) and communication time on it per group kind.
+  std::vector<std::pair<int64_t, double>> critical_compute_us;
+  std::array<double, static_cast<size_t>(GroupKind::kCount)> critical_comm_us{};
   int64_t events = 0;              // engine events (op completions) + network events
   int64_t ops_run = 0;
   double end_us = 0;               // when the last op ended

@@ -65,6 +65,11 @@ bool Engine::arrive(const ArrivalKey& key, uint32_t needed, uint32_t s, OpId id,
   if (a.parts.size() < a.expected) return false;
   parts = std::move(a.parts);
   cross_.erase(it);
+  for (const auto& [ps, pop] : parts)  // the call waited for this, the last arrival
+    if (ps != s || pop != id) {
+      stages_[ps].op[pop].pred_unit = s;
+      stages_[ps].op[pop].pred_op = id;
+    }
   return true;
 }
 
@@ -132,6 +137,8 @@ void Engine::start_p2p(uint32_t s, OpId id, const P2PAttrs& p, bool is_send) {
   }
   const Half other = *slot;
   *slot = Half{};
+  stages_[other.stage].op[other.op].pred_unit = s;  // the first half waited for this one
+  stages_[other.stage].op[other.op].pred_op = id;
   if (other.is_send == is_send)
     throw InternalError("engine: two " + std::string(is_send ? "sends" : "receives") + " share pipeline tag " +
                         std::to_string(p.tag));

@@ -75,6 +75,8 @@ struct StageState {
   struct OpState {
     double dur = 0, start = 0, end = 0, posted = 0;
     uint64_t ev_seq = 0;
+    uint32_t pred_unit = kNone;  // what released it last (critical path): a dependency, or a call's
+    OpId pred_op = 0;            // last arrival; kNone: nothing (it was ready at the start)
     uint32_t waiting = 0;
     uint16_t holds = 0;
     uint8_t done : 1 = 0;
@@ -116,6 +118,7 @@ class Engine {
 
  private:
   void init_stage(StageState& st, int64_t stage, const RankClass* cls);
+  void critical_path(EngineOutput& out) const;  // engine.cpp
   const GraphIndex& graph_index(int64_t stage);              // built once per stage
   const std::vector<double>& base_durations(int64_t stage, uint32_t model);  // likewise per model
   // Per-rank mode: how many units must reach a call of group kind g before it starts (1: it
@@ -193,6 +196,7 @@ class Engine {
   std::map<std::pair<int64_t, uint32_t>, std::vector<double>> base_dur_;
   std::priority_queue<Event, std::vector<Event>, EventLater> heap_;
   uint64_t seq_ = 0;
+  size_t total_ops_ = 0;
   double now_ = 0;
   double capacity_ = 0;
   int64_t events_ = 0;

@@ -42,7 +42,7 @@ constexpr std::array<GroupKind, 6> kRefined = {GroupKind::tp, GroupKind::cp, Gro
 }  // namespace
 
 bool RankHardware::operator<(const RankHardware& o) const {
-  return std::tie(slowdown, compute_model) < std::tie(o.slowdown, o.compute_model);
+  return std::tie(slowdown, compute_model, nic_fraction) < std::tie(o.slowdown, o.compute_model, o.nic_fraction);
 }
 
 std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig& v, int64_t sample) {
@@ -64,6 +64,8 @@ std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig&
     for (size_t g = 0; g < v.node_groups.size(); ++g)
       if (node >= v.node_groups[g].first_node && node <= v.node_groups[g].last_node)
         h.compute_model = static_cast<uint32_t>(g + 1);
+    for (const LinkVariation& l : v.links)
+      if (l.node == node) h.nic_fraction *= l.bandwidth_fraction;
   }
   return hw;
 }

@@ -26,6 +26,7 @@ namespace paralab::sim {
 struct RankHardware {
   std::array<double, static_cast<size_t>(OpKind::kCount)> slowdown{};  // duration multiplier per kind
   uint32_t compute_model = 0;
+  double nic_fraction = 1.0;  // its node's network interfaces' bandwidth left ([[variation.link]])
 
   bool operator<(const RankHardware& o) const;
   bool operator==(const RankHardware& o) const = default;

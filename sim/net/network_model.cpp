@@ -121,23 +121,32 @@ double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
          (n - 1) / n * static_cast<double>(std::max<int64_t>(req.bytes, 0)) / (c.reduce_gbps * 1e3);  // 1 GB/s = 1e3 B/us
 }
 
-std::vector<double> capacities(const TopologyGraph& g) {
+std::vector<double> capacities(const TopologyGraph& g, const std::vector<std::pair<int64_t, double>>& nic_fraction) {
   std::vector<double> cap;
   cap.reserve(g.links().size());
   for (const Link& l : g.links()) cap.push_back(l.bw_gbps * 1e3);  // 1 GB/s = 1e3 bytes/us
+  for (const auto& [node, f] : nic_fraction) {
+    if (node < 0 || node >= g.nodes() || g.nics_per_node() == 0)
+      throw InternalError("NetworkModel: no NICs of node " + std::to_string(node) + " to degrade");
+    for (int64_t n = 0; n < g.nics_per_node(); ++n) {
+      const int64_t gnic = node * g.nics_per_node() + n;
+      cap[g.nic_to_leaf(gnic)] *= f;
+      cap[g.leaf_to_nic(gnic)] *= f;
+    }
+  }
   return cap;
 }
 
 }  // namespace
 
 struct NetworkModel::Impl {
-  Impl(const Topology& t, const Layout& l, CollectiveAlgo f)
+  Impl(const Topology& t, const Layout& l, CollectiveAlgo f, const std::vector<std::pair<int64_t, double>>& nics)
       : topo(t),
         layout(l),
         forced(f),
         graph(t, nodes_for(t, l)),
         router(graph),
-        cap(capacities(graph)),
+        cap(capacities(graph, nics)),
         solver(cap),
         compiler(router, cap) {}
 
@@ -331,8 +340,9 @@ void NetworkModel::Impl::run_until(double t, std::vector<uint64_t>& out) {
   now = std::max(now, solver.now_us());
 }
 
-NetworkModel::NetworkModel(const Topology& topo, const Layout& layout, CollectiveAlgo forced)
-    : impl_(std::make_unique<Impl>(topo, layout, forced)) {}
+NetworkModel::NetworkModel(const Topology& topo, const Layout& layout, CollectiveAlgo forced,
+                           const std::vector<std::pair<int64_t, double>>& nic_fraction)
+    : impl_(std::make_unique<Impl>(topo, layout, forced, nic_fraction)) {}
 
 NetworkModel::~NetworkModel() = default;
 

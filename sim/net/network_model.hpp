@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/layout.hpp"
@@ -38,8 +39,11 @@ class NetworkModel {
  public:
   // Builds the graph for ceil(layout.world() / devices_per_node) nodes of `topo`. `forced`
   // is SimulationConfig::collective_algorithm (automatic = choose per call as NCCL would).
+  // `nic_fraction` (node, fraction): that node's NIC-to-switch links carry only this fraction
+  // of their bandwidth (a degraded NIC or cable, [[variation.link]]).
   NetworkModel(const Topology& topo, const Layout& layout,
-               CollectiveAlgo forced = CollectiveAlgo::automatic);
+               CollectiveAlgo forced = CollectiveAlgo::automatic,
+               const std::vector<std::pair<int64_t, double>>& nic_fraction = {});
   ~NetworkModel();
   NetworkModel(const NetworkModel&) = delete;
   NetworkModel& operator=(const NetworkModel&) = delete;

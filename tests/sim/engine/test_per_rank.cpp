@@ -120,6 +120,14 @@ TEST_CASE("closed form: one 1.3x straggler in the last stage costs 0.3 (m T + op
   const double grew_us = (slow.result.step_time_s - base.result.step_time_s) * 1e6;
   const double expected_us = 0.3 * (m * t_mb + opt);
   CHECK(grew_us == Approx(expected_us).epsilon(0.03));
+  // The critical path runs through the straggler's compute: it waits for nobody, all wait for it.
+  REQUIRE_FALSE(slow.critical_compute_us.empty());
+  CHECK(slow.critical_compute_us.front().first == slow_rank);
+  double on_path = 0;
+  for (const auto& [rank, us] : slow.critical_compute_us) on_path += us;
+  for (double us : slow.critical_comm_us) on_path += us;
+  CHECK(on_path <= slow.result.step_time_s * 1e6 * (1 + 1e-9));
+  CHECK(on_path > 0.9 * slow.result.step_time_s * 1e6);  // the path is the step, less idle gaps
 }
 
 TEST_CASE("samples: deterministic whatever the thread count, and spread by gpu_speed_cv", "[engine][per-rank]") {
@@ -129,7 +137,7 @@ TEST_CASE("samples: deterministic whatever the thread count, and spread by gpu_s
   REQUIRE(one.runs.size() == 6);
   for (size_t i = 0; i < one.runs.size(); ++i) {
     CHECK(one.runs[i].step_time_s == two.runs[i].step_time_s);
-    CHECK(one.runs[i].slowest_rank == two.runs[i].slowest_rank);
+    CHECK(one.runs[i].critical_rank == two.runs[i].critical_rank);
     CHECK(one.runs[i].simulated_ranks == ir.layout.world());  // every rank distinct
   }
   CHECK(one.p99_s == two.p99_s);
@@ -187,8 +195,30 @@ TEST_CASE("[variation] errors name the key, the value and what is allowed", "[en
   fails("[[variation.straggler]]\nrank = 1\n", "variation.straggler.slowdown");
   fails("[[variation.straggler]]\nnode = 0\nslowdown = 2\nop_kinds = \"gemm,collective\"\n", "not a compute op kind");
   fails("[[variation.straggler]]\nnode = 0\nslowdown = 2\nspeed = 3\n", "unknown key");
-  fails("[[variation.link]]\nnode = 0\n", "arrays of tables are not part of a scenario");
+  fails("[[variation.link]]\nnode = 0\n", "variation.link.bandwidth_fraction");
+  fails("[[variation.link]]\nnode = 9\nbandwidth_fraction = 0.5\n", "no such node");
+  fails("[[variation.link]]\nnode = 0\nbandwidth_fraction = 0\n", "out of range");
+  fails("[[variation.wobble]]\nnode = 0\n", "arrays of tables are not part of a scenario");
   fails("[[variation.node_group]]\nfirst_node = 1\nlast_node = 5\ntopology = \"dgx-a100\"\n", "not a range");
   fails("[[variation.node_group]]\nfirst_node = 0\nlast_node = 0\ntopology = \"cpu-host\"\n", "not GPUs");
   fails("[variation]\ngpu_speed_cv = 0.9\n", "variation.gpu_speed_cv");
+}
+
+// Pipeline transfers cross nodes in this layout (a node holds one stage): a node whose NICs
+// keep a tenth of their bandwidth slows every transfer into and out of its stage.
+TEST_CASE("a degraded NIC slows the transfers that cross it", "[engine][per-rank]") {
+  const std::string big = tp_pp_dp() + "[[variation.link]]\nnode = 1\nbandwidth_fraction = ";
+  Scenario plain_s = load_inline(tp_pp_dp(), {"model.seq_length=8192", "model.max_position_embeddings=8192"});
+  const Simulation plain = simulate(build_step_ir(plain_s));
+  const auto with = [&](const std::string& f) {
+    const Scenario s = load_inline(big + f + "\n", {"model.seq_length=8192", "model.max_position_embeddings=8192"});
+    return simulate(build_step_ir(s));
+  };
+  const Simulation slow = with("0.1"), same = with("1.0");
+  CHECK(slow.per_rank);
+  CHECK(slow.simulated_ranks == 4);  // node 1 is all of stage 1: its ranks stay alike
+  CHECK(slow.result.step_time_s > plain.result.step_time_s);
+  CHECK(same.simulated_ranks == 4);  // a fraction of 1 changes nothing
+  CHECK(same.result.step_time_s == plain.result.step_time_s);
+  CHECK(slow.network.link_bytes == plain.network.link_bytes);  // the same bytes, moved slower
 }
