@@ -33,6 +33,8 @@ PARALAB_NAMES(Schedule, {"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one
               {"interleaved", Schedule::interleaved})
 PARALAB_NAMES(CollectiveAlgo, {"auto", CollectiveAlgo::automatic}, {"ring", CollectiveAlgo::ring},
               {"tree", CollectiveAlgo::tree}, {"hierarchical", CollectiveAlgo::hierarchical})
+PARALAB_NAMES(SeqLengthDistribution, {"none", SeqLengthDistribution::none},
+              {"exponential", SeqLengthDistribution::exponential}, {"uniform", SeqLengthDistribution::uniform})
 PARALAB_NAMES(DeviceKind, {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu})
 PARALAB_NAMES(IntraFabric, {"nvswitch", IntraFabric::nvswitch}, {"pcie", IntraFabric::pcie},
               {"shm", IntraFabric::shm})
@@ -84,6 +86,7 @@ std::string_view to_string(Recompute v) { return enum_to_string(v); }
 std::string_view to_string(AttentionImpl v) { return enum_to_string(v); }
 std::string_view to_string(Schedule v) { return enum_to_string(v); }
 std::string_view to_string(CollectiveAlgo v) { return enum_to_string(v); }
+std::string_view to_string(SeqLengthDistribution v) { return enum_to_string(v); }
 std::string_view to_string(DeviceKind v) { return enum_to_string(v); }
 std::string_view to_string(IntraFabric v) { return enum_to_string(v); }
 std::string_view to_string(NetworkKind v) { return enum_to_string(v); }

@@ -92,7 +92,11 @@ const Schema<Scenario>& scenario_schema() {
         .real("reliability.restart_s", AT(reliability.restart_s), 0, 1e7)
         .real("reliability.checkpoint_interval_s", AT(reliability.checkpoint_interval_s), 0, 1e9);
     x.real("variation.gpu_speed_cv", AT(variation.gpu_speed_cv), 0, 0.5)
-        .integer("variation.seed", AT(variation.seed), 0, int64_t{1} << 62);
+        .integer("variation.seed", AT(variation.seed), 0, int64_t{1} << 62)
+        .choice<SeqLengthDistribution>("variation.seq_length_distribution", AT(variation.seq_length_distribution))
+        .integer("variation.document_mean_tokens", AT(variation.document_mean_tokens), 1, kBig)
+        .integer("variation.document_min_tokens", AT(variation.document_min_tokens), 1, kBig)
+        .integer("variation.document_max_tokens", AT(variation.document_max_tokens), 1, kBig);
     return x;
   }();
   return schema;

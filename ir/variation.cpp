@@ -144,6 +144,14 @@ void validate_variation(const VariationConfig& v, int64_t world, int64_t nodes, 
     if (l.node >= nodes)
       throw ConfigError(at, "variation.link.node", std::to_string(l.node), "no such node",
                         "0 .. " + std::to_string(nodes - 1));
+  if (v.seq_length_distribution == SeqLengthDistribution::exponential && v.document_mean_tokens < 1)
+    throw ConfigError(at, "variation.document_mean_tokens", std::to_string(v.document_mean_tokens),
+                      "exponential document lengths need their mean", "a positive number of tokens");
+  if (v.seq_length_distribution == SeqLengthDistribution::uniform &&
+      (v.document_max_tokens < 1 || v.document_min_tokens > v.document_max_tokens))
+    throw ConfigError(at, "variation.document_max_tokens", std::to_string(v.document_max_tokens),
+                      "uniform document lengths need document_min_tokens <= document_max_tokens",
+                      "document_max_tokens >= document_min_tokens (" + std::to_string(v.document_min_tokens) + ")");
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (const NodeGroup& g : v.node_groups) {
     if (g.first_node > g.last_node || g.last_node >= nodes)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -46,16 +47,26 @@ struct NodeGroup {
   Topology resolved;     // loaded with the scenario
 };
 
+// How documents fill a packed sequence of seq_length tokens (attention masked per document, as
+// with flash attention's variable-length kernels): none (one document per sequence), or
+// documents of exponential (mean document_mean_tokens) or uniform (document_min_tokens ..
+// document_max_tokens) lengths, packed until the sequence is full (the last one cut).
+enum class SeqLengthDistribution : uint8_t { none, exponential, uniform };
+std::string_view to_string(SeqLengthDistribution d);
+
 struct VariationConfig {
   double gpu_speed_cv = 0;  // coefficient of variation of per-GPU compute speed (0: identical)
   int64_t seed = 1;         // of the per-GPU draws; sample i of --samples uses seed + i
   std::vector<Straggler> stragglers;
   std::vector<LinkVariation> links;
   std::vector<NodeGroup> node_groups;
+  SeqLengthDistribution seq_length_distribution = SeqLengthDistribution::none;
+  int64_t document_mean_tokens = 0, document_min_tokens = 1, document_max_tokens = 0;
 
   // True when some input makes ranks differ (the simulator then runs per-rank mode).
   [[nodiscard]] bool any() const {
-    return gpu_speed_cv > 0 || !stragglers.empty() || !links.empty() || !node_groups.empty();
+    return gpu_speed_cv > 0 || !stragglers.empty() || !links.empty() || !node_groups.empty() ||
+           seq_length_distribution != SeqLengthDistribution::none;
   }
 };
 
@@ -68,5 +79,6 @@ void read_variation_arrays(VariationConfig& v, const std::map<std::string, RawAr
 // node-group devices per node equal to the cluster's). `world` ranks on `nodes` nodes.
 void validate_variation(const VariationConfig& v, int64_t world, int64_t nodes, int64_t devices_per_node,
                         const std::string& file);
+
 
 }  // namespace paralab

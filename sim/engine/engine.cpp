@@ -103,8 +103,16 @@ void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
   for (size_t i = 0; i < st.over.size(); ++i)
     if (!is_comm(g.ops[i].kind)) st.op[i].dur = std::max(0.0, st.over[i].time.apply(st.op[i].dur));
   // A class's hardware slows the op as it runs on the device, its measured correction included.
-  if (cls)
-    for (size_t i = 0; i < n; ++i) st.op[i].dur *= cls->hardware.slowdown[static_cast<size_t>(g.ops[i].kind)];
+  if (cls) {
+    const std::vector<double>& work = cls->hardware.attention_work;  // per micro-batch; empty: 1
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = g.ops[i];
+      st.op[i].dur *= cls->hardware.slowdown[static_cast<size_t>(op.kind)];
+      if (!work.empty() && op.microbatch >= 0 && static_cast<size_t>(op.microbatch) < work.size() &&
+          scales_with_attention(op.kind))
+        st.op[i].dur *= work[static_cast<size_t>(op.microbatch)];
+    }
+  }
   st.idx = &graph_index(stage);
   for (size_t i = 0; i < n; ++i) {
     st.op[i].waiting = st.idx->waiting0[i];

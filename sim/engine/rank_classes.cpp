@@ -42,7 +42,33 @@ constexpr std::array<GroupKind, 6> kRefined = {GroupKind::tp, GroupKind::cp, Gro
 }  // namespace
 
 bool RankHardware::operator<(const RankHardware& o) const {
-  return std::tie(slowdown, compute_model, nic_fraction) < std::tie(o.slowdown, o.compute_model, o.nic_fraction);
+  return std::tie(slowdown, compute_model, nic_fraction, attention_work) <
+         std::tie(o.slowdown, o.compute_model, o.nic_fraction, o.attention_work);
+}
+
+double packed_attention_work(const VariationConfig& v, int64_t seq_length, int64_t sequences, uint64_t key) {
+  if (v.seq_length_distribution == SeqLengthDistribution::none || seq_length < 1) return 1.0;
+  const double s2 = static_cast<double>(seq_length) * static_cast<double>(seq_length);
+  uint64_t state = splitmix64(key);
+  double total = 0;
+  for (int64_t q = 0; q < sequences; ++q) {
+    double sum = 0;
+    for (int64_t left = seq_length; left > 0;) {
+      state = splitmix64(state);
+      const double u = unit_open(state);
+      int64_t len = 0;
+      if (v.seq_length_distribution == SeqLengthDistribution::exponential)
+        len = static_cast<int64_t>(std::ceil(-static_cast<double>(v.document_mean_tokens) * std::log(u)));
+      else
+        len = v.document_min_tokens +
+              static_cast<int64_t>(u * static_cast<double>(v.document_max_tokens - v.document_min_tokens + 1));
+      len = std::clamp<int64_t>(len, 1, left);
+      sum += static_cast<double>(len) * static_cast<double>(len);
+      left -= len;
+    }
+    total += sum / s2;
+  }
+  return total / static_cast<double>(sequences);
 }
 
 std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig& v, int64_t sample) {
@@ -50,8 +76,20 @@ std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig&
   const int64_t per_host = std::max<int64_t>(1, ir.scenario.cluster.devices_per_node);
   std::vector<RankHardware> hw(static_cast<size_t>(world));
   const uint64_t seed = splitmix64(static_cast<uint64_t>(v.seed) + static_cast<uint64_t>(sample));
+  // Packed documents: per data-parallel replica and micro-batch, one draw.
+  std::vector<std::vector<double>> work_of_replica;
+  if (v.seq_length_distribution != SeqLengthDistribution::none) {
+    const Scenario& sc = ir.scenario;
+    work_of_replica.resize(static_cast<size_t>(ir.layout.dp()));
+    for (int64_t d = 0; d < ir.layout.dp(); ++d)
+      for (int64_t mb = 0; mb < sc.num_microbatches(); ++mb)
+        work_of_replica[static_cast<size_t>(d)].push_back(packed_attention_work(
+            v, sc.model.seq_length, sc.training.micro_batch_size,
+            seed ^ splitmix64((static_cast<uint64_t>(d) << 32) + static_cast<uint64_t>(mb) + 0x5bd1e995ULL)));
+  }
   for (int64_t r = 0; r < world; ++r) {
     RankHardware& h = hw[static_cast<size_t>(r)];
+    if (!work_of_replica.empty()) h.attention_work = work_of_replica[static_cast<size_t>(ir.layout.coord(r).dp)];
     const double speed = v.gpu_speed_cv > 0 ? std::clamp(1.0 + v.gpu_speed_cv * normal(seed, r), 0.25, 4.0) : 1.0;
     for (int k = 0; k < static_cast<int>(OpKind::kCount); ++k)
       h.slowdown[static_cast<size_t>(k)] = is_comm(static_cast<OpKind>(k)) ? 1.0 : 1.0 / speed;

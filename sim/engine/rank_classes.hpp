@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "ir/variation.hpp"
+
 #include "ir/op_kind.hpp"
 #include "ir/step_ir.hpp"
 
@@ -27,10 +29,26 @@ struct RankHardware {
   std::array<double, static_cast<size_t>(OpKind::kCount)> slowdown{};  // duration multiplier per kind
   uint32_t compute_model = 0;
   double nic_fraction = 1.0;  // its node's network interfaces' bandwidth left ([[variation.link]])
+  // Per micro-batch, its attention work relative to unpacked sequences (packed documents,
+  // variation.seq_length_distribution; empty: 1). Shared by the ranks of a data-parallel replica.
+  std::vector<double> attention_work;
 
   bool operator<(const RankHardware& o) const;
   bool operator==(const RankHardware& o) const = default;
 };
+
+// Ops whose work grows with the square of the document length: the attention core (fused, or
+// the unfused softmax and probability dropout); the unfused score GEMMs are plain GEMMs here.
+constexpr bool scales_with_attention(OpKind k) {
+  return k == OpKind::attention_fwd || k == OpKind::attention_bwd || k == OpKind::softmax_fwd ||
+         k == OpKind::softmax_bwd || k == OpKind::dropout_fwd || k == OpKind::dropout_bwd;
+}
+
+// The attention work of one packed micro-batch of `sequences` sequences of `seq_length` tokens,
+// relative to one document per sequence: the mean over its sequences of sum(length^2) /
+// seq_length^2, documents drawn from `v` and packed until each sequence is full (the last one
+// cut). Deterministic in `key`.
+double packed_attention_work(const VariationConfig& v, int64_t seq_length, int64_t sequences, uint64_t key);
 
 // The hardware of every rank of ir.layout for sample `sample` of variation `v`: per-GPU speed
 // from a normal draw of mean 1 and sd gpu_speed_cv (seeded by variation.seed + sample and the

@@ -202,6 +202,10 @@ TEST_CASE("[variation] errors name the key, the value and what is allowed", "[en
   fails("[[variation.node_group]]\nfirst_node = 1\nlast_node = 5\ntopology = \"dgx-a100\"\n", "not a range");
   fails("[[variation.node_group]]\nfirst_node = 0\nlast_node = 0\ntopology = \"cpu-host\"\n", "not GPUs");
   fails("[variation]\ngpu_speed_cv = 0.9\n", "variation.gpu_speed_cv");
+  fails("[variation]\nseq_length_distribution = \"exponential\"\n", "variation.document_mean_tokens");
+  fails("[variation]\nseq_length_distribution = \"uniform\"\ndocument_min_tokens = 9\ndocument_max_tokens = 4\n",
+        "document_min_tokens <= document_max_tokens");
+  fails("[variation]\nseq_length_distribution = \"zipf\"\n", "exponential");
 }
 
 // Pipeline transfers cross nodes in this layout (a node holds one stage): a node whose NICs
@@ -221,4 +225,50 @@ TEST_CASE("a degraded NIC slows the transfers that cross it", "[engine][per-rank
   CHECK(same.simulated_ranks == 4);  // a fraction of 1 changes nothing
   CHECK(same.result.step_time_s == plain.result.step_time_s);
   CHECK(slow.network.link_bytes == plain.network.link_bytes);  // the same bytes, moved slower
+}
+
+// Packed documents: causal attention's work is sum(length^2); exponential lengths of mean mu
+// give E[l^2] / E[l] = 2 mu per token (renewal theory, the cut last document aside), so a
+// sequence of S tokens does about 2 mu / S of one document's attention work.
+TEST_CASE("packed sequences: attention work per micro-batch, per data-parallel replica", "[engine][per-rank]") {
+  VariationConfig v;
+  v.seq_length_distribution = SeqLengthDistribution::exponential;
+  v.document_mean_tokens = 512;
+  double mean = 0;
+  for (uint64_t k = 0; k < 2000; ++k) mean += packed_attention_work(v, 8192, 1, k) / 2000;
+  CHECK(mean == Approx(2.0 * 512 / 8192).epsilon(0.1));
+  CHECK(packed_attention_work(v, 8192, 4, 7) == packed_attention_work(v, 8192, 4, 7));
+  v.seq_length_distribution = SeqLengthDistribution::uniform;
+  v.document_min_tokens = v.document_max_tokens = 2048;  // four documents of 2,048 exactly
+  CHECK(packed_attention_work(v, 8192, 2, 3) == 0.25);
+
+  // Equal documents everywhere: replicas stay alike, attention ops take a quarter as long.
+  const std::string sets = "variation.seq_length_distribution=uniform";
+  // (Communication holding no SMs: compute durations are the compute model's, unstretched.)
+  const std::vector<std::string> no_sms = {"topology.collectives.intra_sms=0", "topology.collectives.inter_sms=0",
+                                           "topology.collectives.p2p_sms=0"};
+  std::vector<std::string> even_sets = no_sms;
+  even_sets.insert(even_sets.end(), {sets, "variation.document_min_tokens=512", "variation.document_max_tokens=512"});
+  const Scenario base_s = load_inline(tp_pp_dp(), no_sms);
+  const Scenario even_s = load_inline(tp_pp_dp(), even_sets);
+  const StepIR base_ir = build_step_ir(base_s), even_ir = build_step_ir(even_s);
+  const Simulation base = simulate(base_ir), even = simulate(even_ir);
+  CHECK(even.per_rank);
+  CHECK(even.simulated_ranks == 4);
+  CHECK(even.result.step_time_s < base.result.step_time_s);
+  const StepGraph& g = base_ir.stages[0];
+  int checked = 0;
+  for (size_t i = 0; i < base.result.ops.size() && checked < 50; ++i) {
+    const OpTiming& t = base.result.ops[i];
+    if (t.rank != 0 || g.op(t.op).kind != OpKind::attention_fwd) continue;
+    const OpTiming* e = timing_of(even.result, 0, t.op);
+    REQUIRE(e);
+    CHECK(e->end_us - e->start_us == Approx(0.25 * (t.end_us - t.start_us)).epsilon(1e-9));
+    ++checked;
+  }
+  CHECK(checked > 0);
+  // Exponential documents: each replica draws its own, so replicas differ.
+  const Scenario exp_s = load_inline(tp_pp_dp(), {"variation.seq_length_distribution=exponential", "variation.document_mean_tokens=256"});
+  const Simulation varied = simulate(build_step_ir(exp_s));
+  CHECK(varied.simulated_ranks == 4 * 4);  // stages x replicas
 }
