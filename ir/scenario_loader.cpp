@@ -236,6 +236,16 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
     if (s.topology.network.kind == NetworkKind::none || s.cluster.nodes < 2)
       throw ConfigError(at, "variation.link.node", std::to_string(s.variation.links[0].node),
                         "this cluster has no network between nodes to degrade", "a cluster of two or more nodes on a network");
+    for (const LinkVariation& l : s.variation.links) {
+      const int64_t nics = s.topology.node.nics_per_node;
+      if (l.nic >= nics)
+        throw ConfigError(at, "variation.link.nic", std::to_string(l.nic), "no such NIC on a node of this topology",
+                          "0 .. " + std::to_string(nics - 1));
+      if (l.bandwidth_fraction == 0 && (l.nic < 0 || nics < 2))
+        throw ConfigError(at, "variation.link.bandwidth_fraction", "0",
+                          "the node would have no NIC left: its ranks could not reach the others",
+                          "a fraction > 0, or one NIC (variation.link.nic) of a node with several");
+    }
     if (nvlink_domain_devices(s) != s.cluster.devices_per_node)
       throw ConfigError(at, "variation.link.node", std::to_string(s.variation.links[0].node),
                         "the topology's NVLink domain spans several hosts, whose NICs the network model pools",

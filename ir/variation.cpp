@@ -39,7 +39,8 @@ const FieldTable<LinkVariation>& link_table() {
     FieldTable<LinkVariation> x;
     x.integer("node", AT(node), 0, int64_t{1} << 40, "", "the node whose network interfaces degrade")
         .required()
-        .real("bandwidth_fraction", AT(bandwidth_fraction), 0, 1, "", "of their bandwidth left", true)
+        .integer("nic", AT(nic), 0, 1024, "", "which of its NICs (default: all)")
+        .real("bandwidth_fraction", AT(bandwidth_fraction), 0, 1, "", "of their bandwidth left (0: down)")
         .required();
     return x;
   }();

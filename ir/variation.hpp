@@ -30,11 +30,12 @@ struct Straggler {
   [[nodiscard]] bool slows(OpKind k) const;
 };
 
-// A node's network interfaces at a fraction of their bandwidth (a degraded NIC or cable; a
-// link that is down is not modeled: NCCL would move its traffic to other NICs, which needs
-// routing around it).
+// A node's network interfaces (one, or all) at a fraction of their bandwidth: a degraded NIC or
+// cable, or 0: down, its traffic moved to the node's other NICs (over the node's switch to the
+// device on another NIC, as NCCL's PXN does).
 struct LinkVariation {
   int64_t node = 0;
+  int64_t nic = -1;  // which of the node's NICs; -1: all of them
   double bandwidth_fraction = 1.0;
 };
 

@@ -23,9 +23,7 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   const Topology topo = network_view(ir.scenario.topology, ir.layout);
   const ComputeModel compute(topo);
   const VariationConfig& variation = options.variation ? *options.variation : ir.scenario.variation;
-  std::vector<std::pair<int64_t, double>> nics;  // degraded NICs, by host node
-  for (const LinkVariation& l : variation.links) nics.emplace_back(l.node, l.bandwidth_fraction);
-  NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm, nics);
+  NetworkModel net(topo, ir.layout, ir.scenario.simulation.collective_algorithm, variation.links);
   net.set_check_invariants(options.check_invariants);
   sim.network_build_s = seconds_since(t0);
 

@@ -121,31 +121,45 @@ double call_overhead_us(const CollectiveSpec& c, const CommRequest& req) {
          (n - 1) / n * static_cast<double>(std::max<int64_t>(req.bytes, 0)) / (c.reduce_gbps * 1e3);  // 1 GB/s = 1e3 B/us
 }
 
-std::vector<double> capacities(const TopologyGraph& g, const std::vector<std::pair<int64_t, double>>& nic_fraction) {
+// The global NICs a [[variation.link]] entry names.
+std::vector<int64_t> nics_of(const TopologyGraph& g, const LinkVariation& l) {
+  if (l.node < 0 || l.node >= g.nodes() || g.nics_per_node() == 0 || l.nic >= g.nics_per_node())
+    throw InternalError("NetworkModel: no such NIC to degrade (node " + std::to_string(l.node) + ")");
+  std::vector<int64_t> out;
+  for (int64_t n = 0; n < g.nics_per_node(); ++n)
+    if (l.nic < 0 || l.nic == n) out.push_back(l.node * g.nics_per_node() + n);
+  return out;
+}
+
+std::vector<double> capacities(const TopologyGraph& g, const std::vector<LinkVariation>& links) {
   std::vector<double> cap;
   cap.reserve(g.links().size());
   for (const Link& l : g.links()) cap.push_back(l.bw_gbps * 1e3);  // 1 GB/s = 1e3 bytes/us
-  for (const auto& [node, f] : nic_fraction) {
-    if (node < 0 || node >= g.nodes() || g.nics_per_node() == 0)
-      throw InternalError("NetworkModel: no NICs of node " + std::to_string(node) + " to degrade");
-    for (int64_t n = 0; n < g.nics_per_node(); ++n) {
-      const int64_t gnic = node * g.nics_per_node() + n;
-      cap[g.nic_to_leaf(gnic)] *= f;
-      cap[g.leaf_to_nic(gnic)] *= f;
+  for (const LinkVariation& l : links)
+    for (int64_t gnic : nics_of(g, l)) {
+      cap[g.nic_to_leaf(gnic)] *= l.bandwidth_fraction;
+      cap[g.leaf_to_nic(gnic)] *= l.bandwidth_fraction;
     }
-  }
   return cap;
+}
+
+Router router_for(const TopologyGraph& g, const std::vector<LinkVariation>& links) {
+  Router r(g);
+  for (const LinkVariation& l : links)
+    if (l.bandwidth_fraction == 0)
+      for (int64_t gnic : nics_of(g, l)) r.set_down(gnic);
+  return r;
 }
 
 }  // namespace
 
 struct NetworkModel::Impl {
-  Impl(const Topology& t, const Layout& l, CollectiveAlgo f, const std::vector<std::pair<int64_t, double>>& nics)
+  Impl(const Topology& t, const Layout& l, CollectiveAlgo f, const std::vector<LinkVariation>& nics)
       : topo(t),
         layout(l),
         forced(f),
         graph(t, nodes_for(t, l)),
-        router(graph),
+        router(router_for(graph, nics)),
         cap(capacities(graph, nics)),
         solver(cap),
         compiler(router, cap) {}
@@ -341,8 +355,8 @@ void NetworkModel::Impl::run_until(double t, std::vector<uint64_t>& out) {
 }
 
 NetworkModel::NetworkModel(const Topology& topo, const Layout& layout, CollectiveAlgo forced,
-                           const std::vector<std::pair<int64_t, double>>& nic_fraction)
-    : impl_(std::make_unique<Impl>(topo, layout, forced, nic_fraction)) {}
+                           const std::vector<LinkVariation>& links)
+    : impl_(std::make_unique<Impl>(topo, layout, forced, links)) {}
 
 NetworkModel::~NetworkModel() = default;
 

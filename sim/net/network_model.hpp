@@ -39,11 +39,11 @@ class NetworkModel {
  public:
   // Builds the graph for ceil(layout.world() / devices_per_node) nodes of `topo`. `forced`
   // is SimulationConfig::collective_algorithm (automatic = choose per call as NCCL would).
-  // `nic_fraction` (node, fraction): that node's NIC-to-switch links carry only this fraction
-  // of their bandwidth (a degraded NIC or cable, [[variation.link]]).
+  // `links` ([[variation.link]]): those NICs' links to the switch carry only that fraction of
+  // their bandwidth; at 0 the NIC is down and routes avoid it (Router::set_down).
   NetworkModel(const Topology& topo, const Layout& layout,
                CollectiveAlgo forced = CollectiveAlgo::automatic,
-               const std::vector<std::pair<int64_t, double>>& nic_fraction = {});
+               const std::vector<LinkVariation>& links = {});
   ~NetworkModel();
   NetworkModel(const NetworkModel&) = delete;
   NetworkModel& operator=(const NetworkModel&) = delete;

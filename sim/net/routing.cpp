@@ -35,15 +35,17 @@ void Router::compute(int64_t src, int64_t dst, std::vector<LinkId>& out) const {
   }
   if (g_.shape().kind == NetworkKind::none)
     throw InternalError("Router: inter-node route requested on a topology without network");
-  int64_t nic_s = g_.nic_of_local(src % dpn);
-  const int64_t nic_d = g_.nic_of_local(dst % dpn);
+  // Exits: the destination's NIC (or the next one up); the sender's, or with PXN the device on
+  // the destination's rail, or the next NIC up.
+  const int64_t nic_d = up_nic(nd, g_.nic_of_local(dst % dpn));
+  const int64_t own = g_.nic_of_local(src % dpn);
+  int64_t nic_s = pxn_ ? nic_d : own;
+  if (up_nic(ns, nic_s) != nic_s) nic_s = up_nic(ns, own);
   int64_t sender = src;
-  if (pxn_ && nic_s != nic_d) {
-    // PXN: hop over the hub to the local device on the destination's rail.
-    sender = ns * dpn + g_.first_local_of_nic(nic_d);
+  if (nic_s != own) {  // hop over the hub to the local device on that NIC
+    sender = ns * dpn + g_.first_local_of_nic(nic_s);
     out.push_back(g_.dev_to_hub(src));
     out.push_back(g_.hub_to_dev(sender));
-    nic_s = nic_d;
   }
   const int64_t nics = g_.nics_per_node();
   const int64_t gs = ns * nics + nic_s, gd = nd * nics + nic_d;
@@ -51,7 +53,31 @@ void Router::compute(int64_t src, int64_t dst, std::vector<LinkId>& out) const {
   out.push_back(g_.nic_to_leaf(gs));
   fabric(g_.leaf_of_nic(gs), g_.leaf_of_nic(gd), g_.host_index(gd), out);
   out.push_back(g_.leaf_to_nic(gd));
-  out.push_back(g_.nic_to_dev(dst));
+  if (nic_d == g_.nic_of_local(dst % dpn)) {
+    out.push_back(g_.nic_to_dev(dst));
+    return;
+  }
+  const int64_t receiver = nd * dpn + g_.first_local_of_nic(nic_d);  // and over the hub to dst
+  out.push_back(g_.nic_to_dev(receiver));
+  out.push_back(g_.dev_to_hub(receiver));
+  out.push_back(g_.hub_to_dev(dst));
+}
+
+void Router::set_down(int64_t gnic) {
+  if (down_.empty()) down_.assign(static_cast<size_t>(g_.nodes() * g_.nics_per_node()), 0);
+  down_.at(static_cast<size_t>(gnic)) = 1;
+  cache_.clear();
+  pool_.clear();
+}
+
+int64_t Router::up_nic(int64_t node, int64_t nic) const {
+  const int64_t nics = g_.nics_per_node();
+  if (down_.empty()) return nic;
+  for (int64_t i = 0; i < nics; ++i) {
+    const int64_t n = (nic + i) % nics;
+    if (!down_[static_cast<size_t>(node * nics + n)]) return n;
+  }
+  throw InternalError("Router: every NIC of node " + std::to_string(node) + " is down");
 }
 
 void Router::fabric(int64_t ls, int64_t ld, int64_t h, std::vector<LinkId>& out) const {

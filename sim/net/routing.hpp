@@ -11,7 +11,9 @@
 //  * rail-optimized networks: when source and destination NICs sit on different rails the
 //    transfer first moves over the hub to the source node's device on the destination's rail
 //    and leaves through that device's NIC (NCCL's PXN, "PCI x NVLink", NCCL >= 2.12), so
-//    inter-node traffic stays on one rail.
+//    inter-node traffic stays on one rail;
+//  * a NIC that is down (set_down): traffic through it moves to the node's next NIC that is up,
+//    over the hub to that NIC's first device (sending) or from it (receiving), as PXN does.
 // Routes are deterministic and cached per (source, destination) device pair.
 #pragma once
 
@@ -41,14 +43,20 @@ class Router {
   // Computes a route without touching the cache (appends to `out`).
   void compute(int64_t src_dev, int64_t dst_dev, std::vector<LinkId>& out) const;
 
+  // NIC `gnic` (node * nics_per_node + nic) is down; before any route is computed.
+  void set_down(int64_t gnic);
+
   [[nodiscard]] const TopologyGraph& graph() const { return g_; }
   [[nodiscard]] size_t cached_routes() const { return cache_.size(); }
 
  private:
   void fabric(int64_t leaf_s, int64_t leaf_d, int64_t host_d, std::vector<LinkId>& out) const;
+  // `nic` of `node` if it is up, else the node's next NIC that is up.
+  [[nodiscard]] int64_t up_nic(int64_t node, int64_t nic) const;
 
   const TopologyGraph& g_;
   bool pxn_ = false;
+  std::vector<uint8_t> down_;  // per global NIC; empty: all up
   std::unordered_map<uint64_t, Route> cache_;  // looked up only, never iterated
   std::vector<LinkId> pool_;
   std::vector<LinkId> scratch_;

@@ -197,7 +197,8 @@ TEST_CASE("[variation] errors name the key, the value and what is allowed", "[en
   fails("[[variation.straggler]]\nnode = 0\nslowdown = 2\nspeed = 3\n", "unknown key");
   fails("[[variation.link]]\nnode = 0\n", "variation.link.bandwidth_fraction");
   fails("[[variation.link]]\nnode = 9\nbandwidth_fraction = 0.5\n", "no such node");
-  fails("[[variation.link]]\nnode = 0\nbandwidth_fraction = 0\n", "out of range");
+  fails("[[variation.link]]\nnode = 0\nbandwidth_fraction = 0\n", "no NIC left");
+  fails("[[variation.link]]\nnode = 0\nnic = 8\nbandwidth_fraction = 0\n", "no such NIC");
   fails("[[variation.wobble]]\nnode = 0\n", "arrays of tables are not part of a scenario");
   fails("[[variation.node_group]]\nfirst_node = 1\nlast_node = 5\ntopology = \"dgx-a100\"\n", "not a range");
   fails("[[variation.node_group]]\nfirst_node = 0\nlast_node = 0\ntopology = \"cpu-host\"\n", "not GPUs");
@@ -225,6 +226,14 @@ TEST_CASE("a degraded NIC slows the transfers that cross it", "[engine][per-rank
   CHECK(same.simulated_ranks == 4);  // a fraction of 1 changes nothing
   CHECK(same.result.step_time_s == plain.result.step_time_s);
   CHECK(slow.network.link_bytes == plain.network.link_bytes);  // the same bytes, moved slower
+  // A NIC that is down: its traffic crosses the node's switch to another NIC (more NVLink
+  // bytes), and the step completes.
+  const Scenario down_s = load_inline(tp_pp_dp() + "[[variation.link]]\nnode = 1\nnic = 0\nbandwidth_fraction = 0\n",
+                                      {"model.seq_length=8192", "model.max_position_embeddings=8192"});
+  const Simulation down = simulate(build_step_ir(down_s));
+  CHECK(down.result.step_time_s >= plain.result.step_time_s);
+  const auto intra = static_cast<size_t>(LinkClass::intra);
+  CHECK(down.network.link_bytes[intra] > plain.network.link_bytes[intra]);
 }
 
 // Packed documents: causal attention's work is sum(length^2); exponential lengths of mean mu
