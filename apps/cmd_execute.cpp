@@ -37,6 +37,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--measure", true, "run steps after the warm-up until S seconds have passed (at least one, at most --steps)"},
     {"--trace-steps", true, "also write a trace of every step after the warm-up, to PREFIX-0.json ... PREFIX-<steps-1>.json"},
     {"--warmup", true, "first run warm-up steps for S seconds (at least one step; default 0: none)"},
+    {"--slow-rank", true, "with --slowdown: the rank R whose compute ops run F times (0 .. ranks-1)"},
+    {"--slowdown", true, "F in [1, 100]: rank R's compute ops run floor(F) times, a fraction F-floor(F) of them once more; results unchanged"},
     {"--gpus", true, "cuda backend without mpirun: one process drives N GPUs of this node (a thread per device)"},
     {"--help", false, "this help"},
 };
@@ -91,6 +93,19 @@ double parse_positive(const std::string& opt, const std::string& v) {
   return *x;
 }
 
+// --slow-rank R --slowdown F (exec/slowdown.hpp): both or neither; R a rank of the layout.
+void parse_slowdown(const Args& a, int64_t world, exec::ExecuteOptions& opts) {
+  const auto r = a.value("--slow-rank"), f = a.value("--slowdown");
+  if (!r && !f) return;
+  if (!r) throw UsageError("--slowdown needs --slow-rank R, the rank to slow");
+  if (!f) throw UsageError("--slow-rank needs --slowdown F, how much slower (F >= 1)");
+  const std::optional<double> rank = to_number(*r);
+  if (!rank || *rank != std::floor(*rank) || *rank < 0 || *rank >= static_cast<double>(world))
+    throw UsageError("--slow-rank must be a rank of the layout, 0 .. " + std::to_string(world - 1) + ", got '" + *r + "'");
+  opts.slow_rank = static_cast<int64_t>(*rank);
+  opts.slowdown = parse_number("--slowdown", *f, 1, exec::kMaxSlowdown);
+}
+
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
@@ -142,6 +157,11 @@ void print_table(const exec::ExecuteOutcome& out, const StepIR& ir) {
                 (long long)rr.rank, (int)get("device"), get("pool_used_high_gib"), get("pool_reserved_high_gib"),
                 get("device_used_after_step_gib"), get("planned_peak_gib"));
   }
+  if (out.slow_rank >= 0)
+    for (const auto& rr : out.ranks)
+      if (rr.rank == out.slow_rank)
+        std::printf("slowdown   rank %lld's compute ops ran %.3g times on average (%lld extra runs in the measured step)\n",
+                    (long long)rr.rank, out.slowdown, (long long)rr.extra_runs);
   std::printf("ops        %lld executed, wall %.2f s\n", (long long)r.events, r.wall_s);
 }
 
@@ -216,6 +236,7 @@ int run_execute(int argc, char** argv) {
     opts.fault = parse_fault(std::getenv("PARALAB_EXEC_FAULT"));
     s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);
     ir.emplace(build_step_ir(s));
+    parse_slowdown(a, ir->layout.world(), opts);
   } catch (const UsageError& e) {
     if (!quiet) std::fprintf(stderr, "paralab execute: %s\nusage: paralab execute SCENARIO --backend cpu|cuda [options]\n", e.what());
     return 2;

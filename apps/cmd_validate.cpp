@@ -33,6 +33,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--warmup", true, "seconds of warm-up steps per launch before them (at least one step; default 0.5; 0: none)"},
     {"--runs", true, "launches; the median-step execution of them all is compared, each op at its median over them all (default: 3-15, ~30 s)"},
     {"--timeout", true, "seconds any child (calibrate, execute) may take (default 3600)"},
+    {"--slow-rank", true, "with --slowdown: execute with rank R's compute ops run F times, and predict it as a straggler"},
+    {"--slowdown", true, "F in [1, 100] (execute --slowdown); the calibration stays the machine's, unslowed"},
     {"--help", false, "this help"},
 };
 
@@ -70,6 +72,13 @@ int run_validate(int argc, char** argv) {
     if (auto w = a.value("--warmup")) o.warmup_s = parse_number("--warmup", *w, 0, 3600);
     if (auto r = a.value("--runs")) o.runs = parse_int("--runs", *r, 1, 100);
     if (auto t = a.value("--timeout")) o.timeout_s = parse_int("--timeout", *t, 1, 7 * 24 * 3600);
+    const auto slow_rank = a.value("--slow-rank"), slowdown = a.value("--slowdown");
+    if (slowdown && !slow_rank) throw UsageError("--slowdown needs --slow-rank R, the rank to slow");
+    if (slow_rank && !slowdown) throw UsageError("--slow-rank needs --slowdown F, how much slower (F >= 1)");
+    if (slow_rank) {
+      o.slow_rank = parse_int("--slow-rank", *slow_rank, 0, 1 << 30);  // the layout's bound: validate()
+      o.slowdown = parse_number("--slowdown", *slowdown, 1, 100);
+    }
     if (calib::launcher_size() > 0) throw UsageError("run validate without mpirun: it launches the ranks itself");
     check_outputs(a, {"--report"});
   } catch (const UsageError& e) {

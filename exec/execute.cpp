@@ -82,6 +82,12 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     throw ExecError(rank, "precision " + std::string(to_string(prec)) + " is simulated, not executed: it needs "
                               "block-scaled tensor-core GEMMs (Blackwell, compute capability 10.0), which neither "
                               "the cpu nor the cuda backend runs; execute with precision fp8 or bf16");
+  if (opts.slow_rank >= world.size() || opts.slow_rank < -1)
+    throw ExecError(rank, "the slowed rank must be one of 0 .. " + std::to_string(world.size() - 1) + ", got " +
+                              std::to_string(opts.slow_rank));
+  if (!(opts.slowdown >= 1.0 && opts.slowdown <= kMaxSlowdown))
+    throw ExecError(rank, "the slowdown must be in [1, " + std::to_string(static_cast<int>(kMaxSlowdown)) + "], got " +
+                              std::to_string(opts.slowdown));
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
@@ -110,6 +116,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   RuntimeOptions ro;
   ro.watchdog_s = opts.watchdog_s;
   ro.fault = opts.fault;
+  if (rank == opts.slow_rank) ro.slowdown = plan_slowdown(*plan.graph, opts.slowdown);
   if (opts.verify) {
     checker = std::make_unique<OpChecker>(plan, *backend);
     ro.observer = checker.get();
@@ -192,6 +199,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   blob["memory"] = memory_json(run.memory);
   blob["rss"] = rss_peak_bytes();
   blob["ops_run"] = run.ops_run;
+  blob["extra_runs"] = run.extra_runs;
   blob["device"] = backend->device_stats();
   // The loss is computed identically on every tensor-parallel rank: count it once.
   blob["loss_sum"] = plan.coord.tp == 0 ? run.loss_sum : 0.0;
@@ -230,6 +238,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     rr.memory = memory_from_json(j.at("memory"));
     rr.rss_peak_bytes = j.at("rss").get<double>();
     rr.ops_run = j.at("ops_run").get<int64_t>();
+    rr.extra_runs = j.at("extra_runs").get<int64_t>();
     if (j.contains("device")) rr.device = j.at("device").get<std::map<std::string, double>>();
     const auto& steps = j.at("ops");
     if (steps.size() != step_ops.size())
@@ -252,6 +261,8 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
     out.ranks.push_back(rr);
   }
   out.warmup_steps = warmup_steps;
+  out.slow_rank = opts.slow_rank;
+  out.slowdown = opts.slow_rank >= 0 ? opts.slowdown : 1.0;
   out.core_turns = core_turns;
   out.core_turns_batch = core_turns_batch;
   out.doorbells = world.doorbells();
@@ -288,6 +299,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
   j["core_turns"] = out.core_turns;
   j["core_turns_batch"] = out.core_turns_batch;
   j["doorbells"] = out.doorbells;
+  if (out.slow_rank >= 0) j["slowdown"] = {{"rank", out.slow_rank}, {"factor", out.slowdown}};
   if (out.device) {
     const DeviceIdentity& d = *out.device;
     j["gpu"] = {{"name", d.name},         {"compute_capability", d.compute_capability()},
@@ -308,6 +320,7 @@ nlohmann::json outcome_json(const ExecuteOutcome& out) {
       rj["transient_at_peak_gib"] = peak;
       rj["rss_peak_gib"] = rr.rss_peak_bytes / kGiB;
       rj["ops_run"] = rr.ops_run;
+      if (out.slow_rank >= 0) rj["extra_runs"] = rr.extra_runs;
       if (!rr.device.empty()) rj["device"] = rr.device;
     }
   }

@@ -35,6 +35,10 @@ struct ExecuteOptions {
   // reference takes each as a sample of its launch (docs/calibration.md, "validate").
   bool keep_steps = false;
   FaultInjection fault;
+  // A slowed rank (exec/slowdown.hpp): rank `slow_rank`'s compute ops run `slowdown` times on
+  // average (extra runs into scratch; results unchanged). -1: none; slowdown in [1, 100].
+  int64_t slow_rank = -1;
+  double slowdown = 1.0;
 };
 
 struct RankReport {
@@ -42,6 +46,7 @@ struct RankReport {
   MemoryStats memory;
   double rss_peak_bytes = 0;  // process resident-set high-water mark (getrusage)
   int64_t ops_run = 0;
+  int64_t extra_runs = 0;  // of the measured step: runs beyond each op's first (a slowed rank)
   std::map<std::string, double> device;  // Backend::device_stats (cuda: allocator high-water marks, ...)
 };
 
@@ -67,6 +72,8 @@ struct ExecuteOutcome {
   // Rank 0's device where it is not the host (Backend::device_identity). Where the scenario's
   // topology is a CPU host's, the measured MFU is against this device's peak.
   std::optional<DeviceIdentity> device;
+  int64_t slow_rank = -1;      // ExecuteOptions::slow_rank, slowdown
+  double slowdown = 1.0;
   bool verified = false;
   VerifyReport verify;        // merged over ranks
   bool verify_failed = false; // on every rank

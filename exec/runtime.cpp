@@ -105,12 +105,16 @@ Runtime::Runtime(const RankPlan& plan, Backend& backend, Transport& world, Runti
 int Runtime::core_turns() const { return turns_ ? turns_->cores() : 0; }
 
 Runtime::~Runtime() {
-  if (leak_) return;
+  if (leak_) {
+    (void)repeat_.release();  // in-flight device work may still write into it, as into the buffers
+    return;
+  }
   for (BufferId b = 0; b < ptr_.size(); ++b)
     if (void* p = ptr_[b].load()) backend_.deallocate(p, g_.buffers[b].bytes());
 }
 
 void Runtime::initialize() {
+  if (opts_.slowdown.extra_runs() > 0) repeat_ = std::make_unique<RepeatScratch>(opts_.slowdown, plan_, backend_);
   for (BufferId b = 0; b < g_.buffers.size(); ++b) {
     const Buffer& buf = g_.buffers[b];
     if (!buf.resident) continue;
@@ -348,7 +352,7 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
     if (turns_ && !use_batch_scheduling()) batch_refused_.store(true);
     std::vector<void*> rp, wp;
     double loss_sum = 0;
-    int64_t loss_tokens = 0, ran = 0;
+    int64_t loss_tokens = 0, ran = 0, extra_runs = 0;
     for (OpId id : g_.streams[static_cast<size_t>(s)]) {
       const Op& op = g_.op(id);
       current = &op;
@@ -390,6 +394,12 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
       if (observe) observed([&] { opts_.observer->before(call); });
       wait.take_turn();
       backend_.op_begin(s, id);
+      if (const int32_t runs = opts_.slowdown.runs_of(id); runs > 1 && !drop) {
+        // A slowed rank's extra runs: real inputs, scratch outputs, timed with the op.
+        const OpCall extra{op, o, rp, repeat_->writes(s, o, wp), wait, step};
+        for (int32_t k = 1; k < runs; ++k) backend_.run(s, extra);
+        extra_runs += runs - 1;
+      }
       if (!drop) backend_.run(s, call);
       backend_.op_end(s, id);
       wait.give_turn();
@@ -411,6 +421,7 @@ void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
     out.loss_sum += loss_sum;
     out.loss_tokens += loss_tokens;
     out.ops_run += ran;
+    out.extra_runs += extra_runs;
   } catch (const Cancelled&) {
     st.phase.store(static_cast<uint8_t>(Phase::finished));
   } catch (const WatchdogError& e) {

@@ -23,6 +23,7 @@
 #include "exec/backend.hpp"
 #include "exec/comm.hpp"
 #include "exec/plan.hpp"
+#include "exec/slowdown.hpp"
 
 namespace paralab::exec {
 
@@ -53,6 +54,9 @@ struct RuntimeOptions {
   double watchdog_s = 60;
   FaultInjection fault;
   OpObserver* observer = nullptr;
+  // This rank slowed (exec/slowdown.hpp): its compute ops run this many times, the extra runs
+  // into scratch, all inside the op's timing. Empty: every op once.
+  SlowdownPlan slowdown;
 };
 
 struct MemoryStats {
@@ -71,6 +75,7 @@ struct StepRun {
   double loss_sum = 0;      // sum of per-token losses computed on this rank (xent_loss outputs)
   int64_t loss_tokens = 0;
   int64_t ops_run = 0;
+  int64_t extra_runs = 0;   // a slowed rank's runs beyond each op's first (RuntimeOptions::slowdown)
   double wall_s = 0;        // from the time origin to the last stream's end
   // This rank's clock against rank 0's (µs); `ops` and the memory peak's time are already on
   // rank 0's clock (exec/clock_sync.hpp).
@@ -136,6 +141,7 @@ class Runtime {
   CoreTurns* turns_;
   std::atomic<bool> batch_refused_{false};
   std::optional<OpId> fault_op_;
+  std::unique_ptr<RepeatScratch> repeat_;  // with a slowdown: where the extra runs write
 
   std::vector<std::atomic<void*>> ptr_;   // per buffer, null when not live
   std::vector<std::atomic<uint8_t>> state_;  // per op: 0 pending, 1 issued, 2 done

@@ -15,6 +15,11 @@ ReferenceRuns::ReferenceRuns(const ValidateOptions& opts, int64_t world, const s
   args_ = {exe.string(), "execute", opts.scenario.string(), "--backend", opts.backend, "--steps", std::to_string(most)};
   if (most > 1) args_.insert(args_.end(), {"--measure", seconds_arg(kMeasureS)});
   args_.insert(args_.end(), {"--warmup", seconds_arg(opts.warmup_s)});
+  if (opts.slow_rank >= 0) {
+    char f[32];
+    std::snprintf(f, sizeof f, "%.17g", opts.slowdown);
+    args_.insert(args_.end(), {"--slow-rank", std::to_string(opts.slow_rank), "--slowdown", f});
+  }
   launch_ = launcher_.command_line(args_);
 }
 

@@ -174,6 +174,11 @@ ValidateOutcome validate(const ValidateOptions& opts) {
   ValidateOutcome v;
   const Scenario s = load_scenario(opts.scenario, opts.sets);
   v.scenario = s.name;
+  if (opts.slow_rank >= s.world_size() || opts.slow_rank < -1)
+    throw ConfigError(SourceLoc{"command line", 0, 0}, "--slow-rank", std::to_string(opts.slow_rank), "no such rank",
+                      "a rank of the layout, 0 .. " + std::to_string(s.world_size() - 1));
+  v.slow_rank = opts.slow_rank;
+  v.slowdown = opts.slow_rank >= 0 ? opts.slowdown : 1.0;
   const std::filesystem::path exe = opts.paralab.empty() ? self_executable() : opts.paralab;
   std::filesystem::create_directories(opts.work_dir);
   ReferenceRuns refs(opts, s.world_size(), exe);
@@ -204,9 +209,16 @@ ValidateOutcome validate(const ValidateOptions& opts) {
 
   // 2. Simulate on the calibrated topology.
   const auto ts = clock_type::now();
-  const Scenario sc = load_scenario(opts.scenario, calibrated_sets);
+  Scenario sc = load_scenario(opts.scenario, calibrated_sets);
+  if (opts.slow_rank >= 0) {
+    Straggler slow;
+    slow.rank = opts.slow_rank;
+    slow.slowdown = opts.slowdown;
+    sc.variation.stragglers.push_back(slow);
+  }
+  // The calibration's own executions ran unslowed: against a slowed one they say nothing of drift.
   for (const ExecutionPoint& e : sc.topology.calibration.executions)
-    if (e.digest == scenario_digest(s)) {
+    if (e.digest == scenario_digest(s) && opts.slow_rank < 0) {
       v.host_drift.executions = e.executions;
       v.host_drift.calibrated_step_s = e.step_median_s;
     }

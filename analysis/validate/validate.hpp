@@ -44,12 +44,19 @@ struct ValidateOptions {
   std::filesystem::path paralab;      // the executable to launch (default: this one)
   std::filesystem::path work_dir;     // traces go here (created)
   double timeout_s = 3600;            // per child process
+  // A slowed rank (`execute --slow-rank R --slowdown F`, exec/slowdown.hpp): the executions run
+  // with it, the simulation adds it as a straggler ([[variation.straggler]] rank R, slowdown F).
+  // The calibration is the machine's, made and matched without it. -1: none.
+  int64_t slow_rank = -1;
+  double slowdown = 1.0;
   std::function<void(const std::string&)> log;               // what happens, for people
   std::function<void(double, const std::string&)> progress;  // calibration progress
 };
 
 struct ValidateOutcome {
   std::string scenario;
+  int64_t slow_rank = -1;  // ValidateOptions::slow_rank, slowdown
+  double slowdown = 1.0;
   std::filesystem::path calibration;
   bool calibration_made = false;
   std::string launch;                // the execute command line

@@ -9,6 +9,7 @@ namespace paralab::calib {
 nlohmann::json validate_json(const ValidateOutcome& v) {
   nlohmann::json j;
   j["scenario"] = v.scenario;
+  if (v.slow_rank >= 0) j["slowdown"] = {{"rank", v.slow_rank}, {"factor", v.slowdown}};
   j["predicted"] = summary_json(v.predicted.result);
   j["measured"] = v.measured_summary.is_null() ? summary_json(v.measured.result) : v.measured_summary;
   j["step_time_error_pct"] = v.comparison.step_time_error_pct;
@@ -47,6 +48,12 @@ std::string validate_table(const ValidateOutcome& v) {
                 v.scenario.c_str(), v.calibration.string().c_str(), v.calibration_made ? " (made now)" : "", v.launch.c_str(),
                 c.predicted_step_s, c.measured_step_s, c.step_time_error_pct, c.op_mape_pct, (long long)c.ops_scored);
   out += buf;
+  if (v.slow_rank >= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "slowdown    rank %lld at %.3gx: executed with its compute ops repeated, predicted with it as a straggler\n\n",
+                  (long long)v.slow_rank, v.slowdown);
+    out += buf;
+  }
   if (v.run_step_times_s.size() > 1) {
     const auto [lo, hi] = std::minmax_element(v.run_step_times_s.begin(), v.run_step_times_s.end());
     std::snprintf(buf, sizeof buf,
