@@ -94,11 +94,8 @@ void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
   st.rank = cls ? cls->rep : ir_.layout.representative(stage);
   const size_t n = g.ops.size();
   st.op.assign(n, StageState::OpState{});
-  {
-    const std::vector<double> computed = cls ? std::vector<double>{} : compute_.durations(g);
-    const std::vector<double>& base = cls ? base_durations(stage, cls->hardware.compute_model) : computed;
-    for (size_t i = 0; i < n; ++i) st.op[i].dur = base[i];
-  }
+  const std::vector<double>& base = base_durations(stage, cls ? cls->hardware.compute_model : 0);
+  for (size_t i = 0; i < n; ++i) st.op[i].dur = base[i];
   st.over = stage_overheads(ir_, g, st.rank);
   for (size_t i = 0; i < st.over.size(); ++i)
     if (!is_comm(g.ops[i].kind)) st.op[i].dur = std::max(0.0, st.over[i].time.apply(st.op[i].dur));

@@ -44,16 +44,20 @@ void Engine::collective_request(const Op& op, const std::vector<int64_t>& m) {
   req_.symmetric_copies = true;
 }
 
-uint32_t Engine::arrivals_needed(const StageState& st, GroupKind g) const {
+uint32_t Engine::arrivals_needed(StageState& st, GroupKind g) {
   if (st.cls) return g == GroupKind::world ? static_cast<uint32_t>(stages_.size())
                                            : static_cast<uint32_t>(st.cls->peers[static_cast<size_t>(g)].size());
   if (!joins_stages(g)) return 1;
-  // The stages whose representatives are in this group: each must reach the collective.
-  std::vector<int64_t> stages;
-  for (int64_t r : ir_.layout.members(g, st.rank)) stages.push_back(ir_.layout.stage_of(r));
-  std::sort(stages.begin(), stages.end());
-  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
-  return static_cast<uint32_t>(stages.size());
+  // The stages whose representatives are in this group: each must reach the collective (once
+  // per unit and group kind).
+  uint32_t& n = st.stages_in_group[static_cast<size_t>(g)];
+  if (n == 0) {
+    std::vector<int64_t> stages;
+    for (int64_t r : members(st, g)) stages.push_back(ir_.layout.stage_of(r));
+    std::sort(stages.begin(), stages.end());
+    n = static_cast<uint32_t>(std::unique(stages.begin(), stages.end()) - stages.begin());
+  }
+  return n;
 }
 
 bool Engine::arrive(const ArrivalKey& key, uint32_t needed, uint32_t s, OpId id,
@@ -186,18 +190,18 @@ void Engine::start_ring(uint32_t s, OpId id, const P2PAttrs& p) {
   StageState& st = stages_[s];
   const uint32_t needed = arrivals_needed(st, p.group);
   if (needed <= 1) {
-    launch_ring(s, p, {{s, id}});
+    launch_ring(p, {{s, id}});
     return;
   }
   // Per-rank mode: the ring shift starts when every unit of the ring has reached it.
   std::vector<std::pair<uint32_t, OpId>> parts;
   if (arrive(ArrivalKey{static_cast<uint8_t>(p.group), group_type(st, p.group), id, 1}, needed, s, id, parts))
-    launch_ring(s, p, parts);
+    launch_ring(p, parts);
 }
 
 // Every member sends to the one `off` ahead: one transfer per ring edge, each standing for its
 // copies in the other groups of the stage (of the same type, in per-rank mode).
-void Engine::launch_ring(uint32_t s, const P2PAttrs& p, const std::vector<std::pair<uint32_t, OpId>>& parts) {
+void Engine::launch_ring(const P2PAttrs& p, const std::vector<std::pair<uint32_t, OpId>>& parts) {
   const uint32_t first = parts.front().first;
   const std::vector<int64_t>& m = members(stages_[first], p.group);
   const auto n = static_cast<int64_t>(m.size());
@@ -222,7 +226,6 @@ void Engine::launch_ring(uint32_t s, const P2PAttrs& p, const std::vector<std::p
   }
   if (slow_)
     for (const auto& [ps, pop] : parts) hold_sms(ps, pop, coll_.p2p_sms);
-  (void)s;
 }
 
 void Engine::on_call_done(uint64_t handle) {

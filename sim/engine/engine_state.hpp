@@ -93,6 +93,8 @@ struct StageState {
   std::array<std::vector<int64_t>, static_cast<size_t>(GroupKind::kCount)> members;
   std::array<bool, static_cast<size_t>(GroupKind::kCount)> have_members{};
   std::map<uint32_t, uint32_t> tag_seen;  // cross-stage collectives: occurrences per tag
+  // Representative mode: per group kind joining stages, how many stages its group holds (0: not yet counted).
+  std::array<uint32_t, static_cast<size_t>(GroupKind::kCount)> stages_in_group{};
   // Compute beside communication (Engine::slow_): compute ops in flight with the work they
   // have left at full speed, the SMs communication kernels hold and the resulting rate.
   struct Running {
@@ -123,7 +125,7 @@ class Engine {
   const std::vector<double>& base_durations(int64_t stage, uint32_t model);  // likewise per model
   // Per-rank mode: how many units must reach a call of group kind g before it starts (1: it
   // starts at once), the id of their group type, and whether the call stands for copies.
-  uint32_t arrivals_needed(const StageState& st, GroupKind g) const;
+  uint32_t arrivals_needed(StageState& st, GroupKind g);
   uint32_t group_type(const StageState& st, GroupKind g) const { return st.cls ? st.cls->group_type[static_cast<size_t>(g)] : 0; }
   bool symmetric(const StageState& st, GroupKind g) const {
     return !st.cls || g == GroupKind::world || st.cls->groups_of_type[static_cast<size_t>(g)] > 1;
@@ -133,7 +135,7 @@ class Engine {
   using ArrivalKey = std::tuple<uint8_t, uint32_t, uint32_t, uint32_t>;  // group kind, group type, tag or op, occurrence
   bool arrive(const ArrivalKey& key, uint32_t needed, uint32_t s, OpId op, std::vector<std::pair<uint32_t, OpId>>& parts);
   void launch_collective(uint32_t s, OpId op, const CollectiveAttrs& c, const std::vector<std::pair<uint32_t, OpId>>& parts);
-  void launch_ring(uint32_t s, const P2PAttrs& p, const std::vector<std::pair<uint32_t, OpId>>& parts);
+  void launch_ring(const P2PAttrs& p, const std::vector<std::pair<uint32_t, OpId>>& parts);
   void make_ready(uint32_t s, OpId op);
   void finish(uint32_t s, OpId op);
   void schedule(uint32_t s, OpId op, double t) { heap_.push(Event{t, seq_++, s, op, EventKind::finish}); }
