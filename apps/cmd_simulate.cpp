@@ -9,6 +9,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "apps/simulate_chakra.hpp"
 #include "apps/simulate_variation.hpp"
 #include "ir/accounting.hpp"
 #include "ir/scenario_loader.hpp"
@@ -30,6 +31,8 @@ const std::vector<OptionSpec> kOptions = {
     {"--samples", true, "simulate N cluster draws of [variation]: step-time p50/p90/p99, mean MFU, slowest ranks"},
     {"--threads", true, "threads for --samples (default: every core; the output does not depend on it)"},
     {"--tokens", true, "also: time to train N tokens with failures, checkpoints and restarts ([reliability], docs/goodput.md)"},
+    {"--chakra", true, "instead of SCENARIO: replay a folder of Chakra traces, every rank (docs/interop.md)"},
+    {"--topology", true, "with --chakra: the hardware (a name in topologies/ or a file; default: the one the traces name)"},
     {"--help", false, "this help"},
 };
 
@@ -193,9 +196,11 @@ nlohmann::json goodput_json(const Goodput& g) {
 int run_simulate(int argc, char** argv) {
   const Args a = parse(argc, argv, 1, kOptions);
   if (a.flag("--help")) {
-    std::printf("usage: paralab simulate SCENARIO [options]\n%s", options_help(kOptions).c_str());
+    std::printf("usage: paralab simulate SCENARIO [options]\n       paralab simulate --chakra DIR [--topology T] [--json]\n%s",
+                options_help(kOptions).c_str());
     return 0;
   }
+  if (auto dir = a.value("--chakra")) return simulate_chakra(a, *dir);
   if (a.positional.size() > 1) throw UsageError("one SCENARIO expected, got '" + a.positional[1] + "' too");
   check_outputs(a, {"--trace"});
   Scenario s = load_scenario(a.require_positional(0, "SCENARIO"), a.sets);

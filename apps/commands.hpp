@@ -22,5 +22,7 @@ int run_compare(int argc, char** argv);
 int run_plan(int argc, char** argv);
 int run_calibrate(int argc, char** argv);
 int run_validate(int argc, char** argv);
+int run_import(int argc, char** argv);
+int run_export(int argc, char** argv);
 
 }  // namespace paralab::cli

@@ -43,7 +43,6 @@ EmbeddingActs StageBuilder::embedding_forward() {
 void StageBuilder::embedding_backward(EmbeddingActs& e, BufferId dy) {
   const int64_t T = m_.tokens(), Tsp = m_.tokens_sp(), h = m_.hidden;
   const int u = store_.embedding_unit();
-  const int32_t mb = b_.labels.microbatch;
   if (e.mask != kNoBuffer)
     kernel(OpKind::dropout_bwd, "embedding_dropout_bwd", {b_.view(dy, {Tsp, h}), b_.view(e.mask, {Tsp, h})},
            {b_.view(dy, {Tsp, h})}, KernelAttrs{Tsp, h, static_cast<float>(m_.hidden_dropout), 0, 1, 0}, 2);
@@ -59,8 +58,8 @@ void StageBuilder::embedding_backward(EmbeddingActs& e, BufferId dy) {
   o.attrs = KernelAttrs{T, h, 0, 0, 1, 0};
   o.bytes = static_cast<double>(T * 4 + (1 + 2 * w.size()) * T * h * bytes_of(m_.act));
   b_.add(std::move(o));
-  store_.grad_done(u, ParamRole::word_emb, mb);
-  if (store_.has(u, ParamRole::pos_emb)) store_.grad_done(u, ParamRole::pos_emb, mb);
+  store_.grad_done(u, ParamRole::word_emb);
+  if (store_.has(u, ParamRole::pos_emb)) store_.grad_done(u, ParamRole::pos_emb);
   if (m_.sp) b_.release(d_full);
   release_if(e.ids);
 }
@@ -106,7 +105,6 @@ HeadActs StageBuilder::head_forward(BufferId x) {
 BufferId StageBuilder::head_backward(HeadActs& hd) {
   const int64_t T = m_.tokens(), Tsp = m_.tokens_sp(), h = m_.hidden, V = m_.vocab_local();
   const int u = store_.head_unit();
-  const int32_t mb = b_.labels.microbatch;
   // dlogits = (softmax - onehot) * dloss; the fp16 loss scale multiplies in here.
   const float loss_scale = s_.training.precision == Precision::fp16 ? static_cast<float>(s_.training.initial_loss_scale) : 1.0f;
   const BufferId d_logits = act_buffer("d_logits", T, V, m_.act, MemCategory::buffers);
@@ -124,13 +122,14 @@ BufferId StageBuilder::head_backward(HeadActs& hd) {
   const BufferId d_lnf = act_buffer("d_final_norm", T, h, m_.act);
   linear("output_layer_dgrad", GemmRole::linear_dgrad, b_.view(d_logits, {T, V}), store_.weight(eu, wr),
          b_.view(d_lnf, {T, h}), T, h, V, false, false, false);
-  const BufferId d_lnf_red = dgrad_reduce_and_wgrad("output_layer_dgrad_reduce", d_lnf, [&] {
-    return linear("output_layer_wgrad", GemmRole::linear_wgrad, b_.view(d_logits, {T, V}),
-                  b_.view(lnf_full, {T, h}), store_.grad(eu, wr), V, h, T, true, false, true);
-  });
   // A table tied within one stage gets its second gradient in the embedding backward, which
   // reports it complete.
-  if (own) store_.grad_done(u, ParamRole::out_w, mb);
+  const BufferId d_lnf_red = dgrad_reduce_and_wgrad("output_layer_dgrad_reduce", d_lnf, {d_logits, lnf_full}, [=, this] {
+    const OpId id = linear("output_layer_wgrad", GemmRole::linear_wgrad, b_.view(d_logits, {T, V}),
+                           b_.view(lnf_full, {T, h}), store_.grad(eu, wr), V, h, T, true, false, true);
+    if (own) store_.grad_done(u, ParamRole::out_w);
+    return id;
+  });
   b_.release(d_logits);
   if (m_.sp) b_.release(lnf_full);
 
@@ -142,8 +141,8 @@ BufferId StageBuilder::head_backward(HeadActs& hd) {
   if (store_.has(u, ParamRole::lnf_b)) w.push_back(store_.grad(u, ParamRole::lnf_b));
   kernel(m_.norm == Normalization::layernorm ? OpKind::layernorm_bwd : OpKind::rmsnorm_bwd, "final_norm_bwd", r, w,
          KernelAttrs{Tsp, h, 0, static_cast<float>(s_.model.norm_epsilon), 1, 0}, 12);
-  store_.grad_done(u, ParamRole::lnf_w, mb);
-  if (store_.has(u, ParamRole::lnf_b)) store_.grad_done(u, ParamRole::lnf_b, mb);
+  store_.grad_done(u, ParamRole::lnf_w);
+  if (store_.has(u, ParamRole::lnf_b)) store_.grad_done(u, ParamRole::lnf_b);
   b_.release(d_lnf_red);
   release_if(hd.lnf);
   release_if(hd.stats);

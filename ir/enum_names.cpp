@@ -30,7 +30,7 @@ PARALAB_NAMES(Recompute, {"none", Recompute::none}, {"selective", Recompute::sel
               {"full", Recompute::full})
 PARALAB_NAMES(AttentionImpl, {"flash", AttentionImpl::flash}, {"unfused", AttentionImpl::unfused})
 PARALAB_NAMES(Schedule, {"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one_b},
-              {"interleaved", Schedule::interleaved})
+              {"interleaved", Schedule::interleaved}, {"zb-h1", Schedule::zb_h1}, {"zb-h2", Schedule::zb_h2})
 PARALAB_NAMES(CollectiveAlgo, {"auto", CollectiveAlgo::automatic}, {"ring", CollectiveAlgo::ring},
               {"tree", CollectiveAlgo::tree}, {"hierarchical", CollectiveAlgo::hierarchical})
 PARALAB_NAMES(SeqLengthDistribution, {"none", SeqLengthDistribution::none},
@@ -67,7 +67,8 @@ PARALAB_NAMES(CollKind, {"all_reduce", CollKind::all_reduce}, {"all_gather", Col
               {"reduce_scatter", CollKind::reduce_scatter}, {"all_to_all", CollKind::all_to_all},
               {"broadcast", CollKind::broadcast})
 PARALAB_NAMES(Phase, {"fwd", Phase::forward}, {"bwd", Phase::backward}, {"recompute", Phase::recompute},
-              {"optimizer", Phase::optimizer})
+              {"optimizer", Phase::optimizer},
+              {"wgrad", Phase::weight_grad})
 
 PARALAB_NAMES(CostKind, {"time", CostKind::time}, {"dispatch", CostKind::dispatch}, {"handoff", CostKind::handoff})
 PARALAB_NAMES(OpFamily, {"compute", OpFamily::compute}, {"comm", OpFamily::comm})

@@ -99,8 +99,32 @@ OpId GraphBuilder::add(OpSpec spec) {
 
 void GraphBuilder::release(BufferId b) {
   BufferState& st = state_[b];
-  if (st.freed || !st.allocated || g_.buffers[b].resident)
+  if (st.freed || st.release_pending || !st.allocated || g_.buffers[b].resident)
     throw InternalError("GraphBuilder::release: buffer '" + g_.buffers[b].name + "' is not live");
+  if (st.holds > 0) {
+    st.release_pending = true;
+    return;
+  }
+  free_after_last_use(b);
+}
+
+void GraphBuilder::hold(BufferId b) {
+  BufferState& st = state_[b];
+  if (st.freed || !st.allocated) throw InternalError("GraphBuilder::hold: buffer '" + g_.buffers[b].name + "' is not live");
+  ++st.holds;
+}
+
+void GraphBuilder::unhold(BufferId b) {
+  BufferState& st = state_[b];
+  if (st.holds <= 0) throw InternalError("GraphBuilder::unhold: buffer '" + g_.buffers[b].name + "' is not held");
+  if (--st.holds == 0 && st.release_pending) {
+    st.release_pending = false;
+    free_after_last_use(b);
+  }
+}
+
+void GraphBuilder::free_after_last_use(BufferId b) {
+  BufferState& st = state_[b];
   OpId last = st.last_writer;
   for (OpId r : st.last_reader)
     if (r != kNoOp && (last == kNoOp || r > last)) last = r;

@@ -44,7 +44,10 @@ class GraphBuilder {
 
   OpId add(OpSpec spec);
   // Frees `b` after its last user so far (which then also waits for users on other streams).
+  // While `b` is held, the release waits for the last unhold (a deferred W still reads it).
   void release(BufferId b);
+  void hold(BufferId b);
+  void unhold(BufferId b);
   // An extra dependency added after the fact (`later` waits for `earlier`).
   void depend(OpId later, OpId earlier);
 
@@ -62,7 +65,10 @@ class GraphBuilder {
     std::array<OpId, kStreams> last_reader{};
     bool allocated = false;
     bool freed = false;
+    bool release_pending = false;  // released while held
+    int32_t holds = 0;
   };
+  void free_after_last_use(BufferId b);
   void add_dep(Op& op, OpId dep) const;
 
   StepGraph g_;

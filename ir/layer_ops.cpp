@@ -119,12 +119,12 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
   const float eps = static_cast<float>(s_.model.norm_epsilon);
   const float p = static_cast<float>(m_.hidden_dropout);
   const int u = store_.layer_unit(layer);
-  const int32_t mb = b_.labels.microbatch;
 
   // d(branch) of a bias-dropout-add; with no dropout and no bias it is dy itself (no kernel).
   auto branch_grad = [&](const char* name, BufferId& mask, ParamRole bias, bool& owned) {
     const bool has_bias = store_.has(u, bias);
-    if (p == 0 && !has_bias) {
+    // A deferred W reads the branch gradient after the norm backward has overwritten dy: copy.
+    if (p == 0 && !has_bias && !deferring_weight_grads()) {
       owned = false;
       return dy;
     }
@@ -135,7 +135,7 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
     std::vector<TensorRef> w{b_.view(d, {Tsp, h})};
     if (has_bias) w.push_back(store_.grad(u, bias));
     kernel(OpKind::dropout_add_bwd, name, r, w, KernelAttrs{Tsp, h, p, 0, 1, 0}, 2);
-    if (has_bias) store_.grad_done(u, bias, mb);
+    if (has_bias) store_.grad_done(u, bias);
     release_if(mask);
     return d;
   };
@@ -148,14 +148,15 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
     linear(dgrad, GemmRole::linear_dgrad, b_.view(d_out, {T, cols}), store_.weight(u, w_role),
            b_.view(d_in, {T, h}), T, h, cols, false, true, false);
     const bool has_b = store_.has(u, b_role);
-    const BufferId d_in_red = dgrad_reduce_and_wgrad(reduce, d_in, [&] {
+    const BufferId d_in_red = dgrad_reduce_and_wgrad(reduce, d_in, {in_full, d_out}, [=, this] {
       TensorRef bg;
       if (has_b) bg = store_.grad(u, b_role);
-      return linear(wgrad, GemmRole::linear_wgrad, b_.view(in_full, {T, h}), b_.view(d_out, {T, cols}),
-                    store_.grad(u, w_role), h, cols, T, true, false, true, nullptr, has_b ? &bg : nullptr);
+      const OpId id = linear(wgrad, GemmRole::linear_wgrad, b_.view(in_full, {T, h}), b_.view(d_out, {T, cols}),
+                             store_.grad(u, w_role), h, cols, T, true, false, true, nullptr, has_b ? &bg : nullptr);
+      store_.grad_done(u, w_role);
+      if (has_b) store_.grad_done(u, b_role);
+      return id;
     });
-    store_.grad_done(u, w_role, mb);
-    if (has_b) store_.grad_done(u, b_role, mb);
     if (m_.sp) b_.release(in_full);
     return d_in_red;
   };
@@ -166,8 +167,8 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
     std::vector<TensorRef> w{b_.view(dy, {Tsp, h}), store_.grad(u, w_role)};
     if (store_.has(u, b_role)) w.push_back(store_.grad(u, b_role));
     kernel(norm_bwd_kind(m_.norm), name, r, w, KernelAttrs{Tsp, h, 0, eps, 1, 1}, 12);
-    store_.grad_done(u, w_role, mb);
-    if (store_.has(u, b_role)) store_.grad_done(u, b_role, mb);
+    store_.grad_done(u, w_role);
+    if (store_.has(u, b_role)) store_.grad_done(u, b_role);
   };
 
   // MLP branch.
@@ -178,9 +179,13 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
   const BufferId d_act = act_buffer("d_act", T, m_.ffn_local(), m_.act);
   linear("fc2_dgrad", GemmRole::linear_dgrad, b_.view(d_fc2, {T, h}), store_.weight(u, ParamRole::fc2_w),
          b_.view(d_act, {T, m_.ffn_local()}), T, m_.ffn_local(), h, false, true, false);
-  linear("fc2_wgrad", GemmRole::linear_wgrad, b_.view(a.act, {T, m_.ffn_local()}), b_.view(d_fc2, {T, h}),
-         store_.grad(u, ParamRole::fc2_w), m_.ffn_local(), h, T, true, false, true);
-  store_.grad_done(u, ParamRole::fc2_w, mb);
+  weight_grad({a.act, d_fc2}, [=, this, act = a.act] {
+    const OpId id = linear("fc2_wgrad", GemmRole::linear_wgrad, b_.view(act, {T, m_.ffn_local()}),
+                           b_.view(d_fc2, {T, h}), store_.grad(u, ParamRole::fc2_w), m_.ffn_local(), h, T, true,
+                           false, true);
+    store_.grad_done(u, ParamRole::fc2_w);
+    return id;
+  });
   if (m_.sp || owned) b_.release(d_fc2);
   release_if(a.act);
   const BufferId d_fc1 = act_buffer("d_fc1", T, m_.fc1_cols(), m_.act);
@@ -205,9 +210,13 @@ void StageBuilder::layer_backward(int64_t layer, LayerActs& a, BufferId dy) {
   const BufferId d_ctx = act_buffer("d_ctx", T, m_.attn_cols(), m_.act);
   linear("proj_dgrad", GemmRole::linear_dgrad, b_.view(d_proj, {T, h}), store_.weight(u, ParamRole::proj_w),
          b_.view(d_ctx, {T, m_.attn_cols()}), T, m_.attn_cols(), h, false, true, false);
-  linear("proj_wgrad", GemmRole::linear_wgrad, b_.view(a.ctx, {T, m_.attn_cols()}), b_.view(d_proj, {T, h}),
-         store_.grad(u, ParamRole::proj_w), m_.attn_cols(), h, T, true, false, true);
-  store_.grad_done(u, ParamRole::proj_w, mb);
+  weight_grad({a.ctx, d_proj}, [=, this, ctx = a.ctx] {
+    const OpId id = linear("proj_wgrad", GemmRole::linear_wgrad, b_.view(ctx, {T, m_.attn_cols()}),
+                           b_.view(d_proj, {T, h}), store_.grad(u, ParamRole::proj_w), m_.attn_cols(), h, T, true,
+                           false, true);
+    store_.grad_done(u, ParamRole::proj_w);
+    return id;
+  });
   if (m_.sp || owned) b_.release(d_proj);
   const BufferId d_qkv = act_buffer("d_qkv", T, m_.qkv_cols(), m_.act);
   attention_backward(layer, a, d_ctx, d_qkv);

@@ -141,10 +141,11 @@ BufferId StageBuilder::tp_enter(const char* name, BufferId in) {
   return m_.sp ? tp_all_gather(name, in) : in;
 }
 
-BufferId StageBuilder::dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, const std::function<OpId()>& wgrad) {
-  if (m_.sp || m_.tp == 1 || s_.parallel.async_tensor_model_parallel_allreduce) {
-    const BufferId out = tp_exit(reduce, d_in);  // overlaps the weight-gradient GEMM
-    wgrad();
+BufferId StageBuilder::dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, std::vector<BufferId> reads,
+                                              std::function<OpId()> wgrad) {
+  if (m_.sp || m_.tp == 1 || s_.parallel.async_tensor_model_parallel_allreduce || deferring_weight_grads()) {
+    const BufferId out = tp_exit(reduce, d_in);  // overlaps the weight-gradient GEMM (or its W)
+    weight_grad(std::move(reads), std::move(wgrad));
     return out;
   }
   // Synchronous (Megatron 2021): the all-reduce is the backward of the f operator, run by

@@ -169,13 +169,15 @@ TensorRef ParamStore::grad(int unit, ParamRole r) {
   return b_.view(bk.transient, {sl.spec.rows, sl.spec.cols}, sl.offset);
 }
 
-void ParamStore::grad_done(int unit, ParamRole r, int32_t microbatch) {
+void ParamStore::grad_done(int unit, ParamRole r) {
   const int si = units_.at(static_cast<size_t>(unit)).slot[static_cast<size_t>(r)];
   Bucket& bk = buckets_[static_cast<size_t>(slots_[static_cast<size_t>(si)].bucket)];
   if (--bk.remaining > 0) return;
   bk.remaining = static_cast<int>(bk.slots.size());
-  const bool final_mb = microbatch == microbatches_ - 1;
-  if (shard_grads_ || (final_mb && s_.parallel.overlap_grad_reduce))
+  // Counted in rounds, not by the caller's micro-batch: with W deferred (zero-bubble
+  // schedules) a later micro-batch's B can complete a slot before an earlier one's W.
+  const bool final_round = ++bk.cycles == microbatches_;
+  if (shard_grads_ || (final_round && s_.parallel.overlap_grad_reduce))
     reduce(static_cast<int>(&bk - buckets_.data()));
 }
 

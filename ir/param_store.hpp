@@ -31,7 +31,7 @@ class ParamStore {
   // The view a weight-gradient op accumulates into (ZeRO-2/3: a per-micro-batch buffer).
   TensorRef grad(int unit, ParamRole r);
   // A parameter's gradient for `microbatch` is complete; reductions start when a bucket is.
-  void grad_done(int unit, ParamRole r, int32_t microbatch);
+  void grad_done(int unit, ParamRole r);
 
   // ZeRO-3: all-gather a unit's parameters (issued after `after` to bound prefetching) and
   // free them after their last use. No-ops otherwise.
@@ -68,6 +68,7 @@ class ParamStore {
     BufferId gathered = 0;   // ZeRO-3: the all-gathered parameters while in use
     bool gathered_live = false;
     int remaining = 0;
+    int64_t cycles = 0;      // completed rounds of every slot's gradient (one per micro-batch)
     bool reduced = false;    // ZeRO-0/1: reduction emitted
   };
 

@@ -22,7 +22,7 @@ enum class PositionEmbedding : uint8_t { learned_absolute, rope };
 enum class Optimizer : uint8_t { adam, sgd };
 enum class Recompute : uint8_t { none, selective, full };
 enum class AttentionImpl : uint8_t { flash, unfused };
-enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved };
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2 };
 enum class CollectiveAlgo : uint8_t { automatic, ring, tree, hierarchical };
 
 // [model]: a decoder-only transformer (GPT or Llama family).

@@ -1,29 +1,42 @@
 // paralab — pipeline schedules: the order in which one stage runs the forward and backward
-// passes of its micro-batches and model chunks. One file per schedule, registered by enum.
+// passes of its micro-batches and model chunks. One file per schedule, one registry row each.
+// Notation of Qi et al. (ICLR 2024): F forward, B input gradient, W weight gradient.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/scenario.hpp"
 
 namespace paralab {
 
+// What one task runs: F, the whole backward (B and W together, as 1F1B does), or the backward
+// split in two: B (input gradients, on the critical path) and W (weight gradients, deferrable).
+enum class TaskKind : uint8_t { forward, backward, input_grad, weight_grad };
+
 struct PipelineTask {
-  bool forward = true;
+  TaskKind kind = TaskKind::forward;
   int32_t microbatch = 0;
-  int16_t chunk = 0;  // virtual pipeline chunk on this stage (0 unless interleaved)
+  int16_t chunk = 0;  // model chunk on this stage (0 unless the schedule has several)
+  [[nodiscard]] bool forward() const { return kind == TaskKind::forward; }
   bool operator==(const PipelineTask&) const = default;
 };
 
 struct ScheduleParams {
-  int64_t stages = 1;       // p
-  int64_t stage = 0;        // this stage
-  int64_t microbatches = 1; // m
-  int64_t chunks = 1;       // v (virtual stages per stage)
+  int64_t stages = 1;        // p
+  int64_t stage = 0;         // this stage
+  int64_t microbatches = 1;  // m
+  int64_t chunks = 1;        // v (model chunks per stage)
 };
 
 using ScheduleFn = std::vector<PipelineTask> (*)(const ScheduleParams&);
+// Why a layout does not suit a schedule: the offending key, its value, the problem and what is
+// allowed (for a ConfigError). An empty key: the layout suits it.
+struct ScheduleProblem {
+  std::string key, value, problem, allowed;
+};
+using ScheduleRule = ScheduleProblem (*)(const ScheduleParams&);
 
 // GPipe (Huang et al. 2019): all forwards, then all backwards (last micro-batch first).
 std::vector<PipelineTask> schedule_gpipe(const ScheduleParams& p);
@@ -31,8 +44,23 @@ std::vector<PipelineTask> schedule_gpipe(const ScheduleParams& p);
 std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p);
 // Interleaved 1F1B (Narayanan et al. 2021, Sec. 2.2.2; Fig. 4 bottom), Megatron-LM's order.
 std::vector<PipelineTask> schedule_interleaved(const ScheduleParams& p);
+// ZB-H1 (Qi et al. 2024, Sec. 3.1): 1F1B with W deferred, 1F1B's peak memory.
+std::vector<PipelineTask> schedule_zb_h1(const ScheduleParams& p);
+// ZB-H2 (Qi et al. 2024, Sec. 3.1): more warm-up forwards and W moved to the tail.
+std::vector<PipelineTask> schedule_zb_h2(const ScheduleParams& p);
 
-// The registry: Schedule -> function.
+struct ScheduleInfo {
+  Schedule schedule;
+  ScheduleFn fn;
+  ScheduleRule rule;
+  bool splits_backward;  // emits B and W tasks (the IR splits each backward)
+};
+
+// The registry: Schedule -> its generator, rule and properties.
+const ScheduleInfo& schedule_info(Schedule s);
 ScheduleFn schedule_for(Schedule s);
+// Most (micro-batch, chunk) pairs whose activations a stage holds at once under a schedule:
+// counted on the task list (a forward holds until its W or whole backward).
+int64_t peak_in_flight(const std::vector<PipelineTask>& tasks);
 
 }  // namespace paralab

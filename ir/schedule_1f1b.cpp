@@ -14,12 +14,12 @@ std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p) {
   std::vector<PipelineTask> out;
   out.reserve(static_cast<size_t>(2 * m));
   int32_t next_fwd = 0, next_bwd = 0;
-  for (int64_t i = 0; i < warmup; ++i) out.push_back({true, next_fwd++, 0});
+  for (int64_t i = 0; i < warmup; ++i) out.push_back({TaskKind::forward, next_fwd++, 0});
   for (int64_t i = 0; i < m - warmup; ++i) {
-    out.push_back({true, next_fwd++, 0});
-    out.push_back({false, next_bwd++, 0});
+    out.push_back({TaskKind::forward, next_fwd++, 0});
+    out.push_back({TaskKind::backward, next_bwd++, 0});
   }
-  while (next_bwd < m) out.push_back({false, next_bwd++, 0});
+  while (next_bwd < m) out.push_back({TaskKind::backward, next_bwd++, 0});
   return out;
 }
 

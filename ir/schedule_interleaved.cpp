@@ -15,7 +15,7 @@ PipelineTask task_of(int64_t k, bool forward, const ScheduleParams& p) {
   int64_t chunk = (k % group) / p.stages;
   if (!forward) chunk = p.chunks - 1 - chunk;
   const int64_t mb = (k / group) * p.stages + k % p.stages;
-  return {forward, static_cast<int32_t>(mb), static_cast<int16_t>(chunk)};
+  return {forward ? TaskKind::forward : TaskKind::backward, static_cast<int32_t>(mb), static_cast<int16_t>(chunk)};
 }
 }  // namespace
 

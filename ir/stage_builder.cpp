@@ -4,6 +4,8 @@
 // posts recv before each forward/backward), so buffers are not allocated early.
 #include "ir/stage_builder.hpp"
 
+#include "ir/error.hpp"
+
 namespace paralab {
 
 StageBuilder::StageBuilder(const Scenario& s, int64_t stage)
@@ -21,11 +23,20 @@ StepGraph StageBuilder::build() {
   const ScheduleParams sp{s_.parallel.pipeline, stage_, microbatches_, s_.parallel.virtual_pipeline_stages};
   for (const PipelineTask& t : schedule_for(s_.parallel.schedule)(sp)) {
     const ChunkSpec& c = chunks_.at(static_cast<size_t>(t.chunk));
-    b_.labels = OpLabels{t.forward ? Phase::forward : Phase::backward, -1, t.microbatch, t.chunk};
-    if (t.forward) run_forward(t, c);
-    else run_backward(t, c);
+    b_.labels = OpLabels{t.forward() ? Phase::forward : Phase::backward, -1, t.microbatch, t.chunk};
+    switch (t.kind) {
+      case TaskKind::forward: run_forward(t, c); break;
+      case TaskKind::backward: run_backward(t, c); break;
+      case TaskKind::input_grad:
+        defer_ = &pending_w_[{t.microbatch, t.chunk}];
+        run_backward(t, c);
+        defer_ = nullptr;
+        break;
+      case TaskKind::weight_grad: run_weight_grad(t); break;
+    }
     last_task_op_ = b_.last_op(Stream::compute);
   }
+  if (!pending_w_.empty()) throw InternalError("pipeline schedule left W passes unscheduled");
   b_.labels = OpLabels{Phase::optimizer, -1, -1, 0};
   store_.end_step();
   StepGraph g = b_.finish();
@@ -119,6 +130,30 @@ void StageBuilder::run_backward(const PipelineTask& t, const ChunkSpec& c) {
     send(t, c, dy, false);
   }
   acts_.erase({t.microbatch, t.chunk});
+}
+
+// W: the weight-gradient GEMMs the task's B deferred, in B's order (Megatron's
+// delay_wgrad_compute); each releases the buffers B held for it.
+void StageBuilder::run_weight_grad(const PipelineTask& t) {
+  const auto it = pending_w_.find({t.microbatch, t.chunk});
+  if (it == pending_w_.end()) throw InternalError("pipeline schedule runs W before its B");
+  for (const auto& emit : it->second) emit();
+  pending_w_.erase(it);
+}
+
+void StageBuilder::weight_grad(std::vector<BufferId> reads, std::function<OpId()> emit) {
+  if (!defer_) {
+    emit();
+    return;
+  }
+  for (BufferId r : reads) b_.hold(r);
+  OpLabels labels = b_.labels;
+  labels.phase = Phase::weight_grad;
+  defer_->push_back([this, reads = std::move(reads), labels, emit = std::move(emit)] {
+    b_.labels = labels;
+    emit();
+    for (BufferId r : reads) b_.unhold(r);
+  });
 }
 
 namespace {

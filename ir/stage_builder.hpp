@@ -54,6 +54,7 @@ class StageBuilder {
 
   void run_forward(const PipelineTask& t, const ChunkSpec& c);
   void run_backward(const PipelineTask& t, const ChunkSpec& c);
+  void run_weight_grad(const PipelineTask& t);
 
   // layer_ops.cpp
   LayerActs layer_forward(int64_t layer, BufferId x, Recompute policy, bool recomputing);
@@ -91,7 +92,12 @@ class StageBuilder {
   // A column-parallel input gradient's reduction and the layer's weight-gradient GEMM (emitted
   // by `wgrad`, returns its op): overlapped (async_tensor_model_parallel_allreduce, sequence
   // parallelism), or the reduction after the GEMM with compute waiting (Megatron 2021).
-  BufferId dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, const std::function<OpId()>& wgrad);
+  BufferId dgrad_reduce_and_wgrad(const char* reduce, BufferId d_in, std::vector<BufferId> reads,
+                                  std::function<OpId()> wgrad);
+  // A weight-gradient GEMM (and its grad_done): emitted now, or, during a B task of a
+  // zero-bubble schedule, deferred to the task's W with the buffers it `reads` held till then.
+  void weight_grad(std::vector<BufferId> reads, std::function<OpId()> emit);
+  [[nodiscard]] bool deferring_weight_grads() const { return defer_ != nullptr; }
   [[nodiscard]] double model_part(double flops) const;       // 0 while recomputing
   void release_if(BufferId& b);
 
@@ -105,6 +111,9 @@ class StageBuilder {
   std::map<std::pair<int32_t, int16_t>, TaskActs> acts_;
   std::map<std::pair<int32_t, int16_t>, BufferId> grads_in_;  // received / head-made dy per task
   OpId last_task_op_ = kNoOp;  // last compute op of the previous task (throttles receives)
+  // W passes waiting per (micro-batch, chunk), in the order their B emitted them.
+  std::map<std::pair<int32_t, int16_t>, std::vector<std::function<void()>>> pending_w_;
+  std::vector<std::function<void()>>* defer_ = nullptr;  // set during a B task
 };
 
 }  // namespace paralab

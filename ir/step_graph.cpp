@@ -8,7 +8,7 @@ std::string_view to_string(Stream s) {
   return n[static_cast<size_t>(s)];
 }
 std::string_view to_string(Phase p) {
-  static constexpr std::string_view n[] = {"fwd", "bwd", "recompute", "optimizer"};
+  static constexpr std::string_view n[] = {"fwd", "bwd", "recompute", "optimizer", "wgrad"};
   return n[static_cast<size_t>(p)];
 }
 std::string_view to_string(MemCategory c) {

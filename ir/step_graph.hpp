@@ -27,7 +27,8 @@ enum class Stream : uint8_t { compute, tp_comm, cp_comm, dp_comm, pp_send, pp_re
 constexpr int kStreams = static_cast<int>(Stream::kCount);
 std::string_view to_string(Stream s);
 
-enum class Phase : uint8_t { forward, backward, recompute, optimizer };
+// weight_grad: a backward's weight-gradient GEMMs when a zero-bubble schedule defers them (W).
+enum class Phase : uint8_t { forward, backward, recompute, optimizer, weight_grad };
 std::string_view to_string(Phase p);
 
 // What a buffer holds, for the memory breakdown (weights, gradients, optimizer state,

@@ -7,6 +7,7 @@
 
 #include "ir/enum_names.hpp"
 #include "ir/scenario_loader.hpp"
+#include "ir/schedule.hpp"
 
 namespace paralab {
 
@@ -105,22 +106,6 @@ void validate_model_and_splits(const Scenario& s) {
   const int64_t layers_per_stage = m.num_layers / p.pipeline;
   c.divides("parallel.virtual_pipeline_stages", p.virtual_pipeline_stages, layers_per_stage,
             "the layers per pipeline stage");
-  if (p.virtual_pipeline_stages > 1 && p.schedule != Schedule::interleaved)
-    c.fail("parallel.virtual_pipeline_stages", p.virtual_pipeline_stages,
-           "virtual stages need the interleaved schedule, but schedule is \"" +
-               std::string(to_string(p.schedule)) + "\"",
-           "1, or set parallel.schedule = \"interleaved\"");
-  if (p.schedule == Schedule::interleaved) {
-    if (p.virtual_pipeline_stages < 2)
-      throw ConfigError(s.provenance.at("parallel.schedule"), "parallel.schedule", "\"interleaved\"",
-                        "the interleaved schedule needs virtual_pipeline_stages >= 2",
-                        "gpipe | 1f1b, or set parallel.virtual_pipeline_stages to a divisor of " +
-                            std::to_string(layers_per_stage) + " that is >= 2");
-    if (p.pipeline < 2)
-      throw ConfigError(s.provenance.at("parallel.schedule"), "parallel.schedule", "\"interleaved\"",
-                        "the interleaved schedule needs pipeline >= 2", "gpipe | 1f1b");
-  }
-
   // Sequence: context parallelism splits it, sequence parallelism splits each CP chunk over TP.
   c.divides("parallel.context", p.context, m.seq_length, "seq_length");
   // Megatron-LM's load-balanced causal split (docs/executor.md, "Context parallelism"): each
@@ -220,14 +205,10 @@ static void validate_world_and_batch(const Scenario& s) {
                std::to_string(p.data) + " = " + std::to_string(per_step),
            "a multiple of " + std::to_string(per_step));
   const int64_t microbatches = t.global_batch_size / per_step;
-  // Megatron's interleaved schedule needs whole rounds of `pipeline` micro-batches
-  // (megatron/core/pipeline_parallel/schedules.py).
-  if (p.schedule == Schedule::interleaved && microbatches % p.pipeline != 0)
-    c.fail("training.global_batch_size", t.global_batch_size,
-           "gives " + std::to_string(microbatches) +
-               " micro-batches per data-parallel rank, not a multiple of pipeline (" +
-               std::to_string(p.pipeline) + ") as the interleaved schedule needs",
-           "a multiple of " + std::to_string(per_step * p.pipeline));
+  // Each schedule's own rule on chunks, stages and micro-batches (ir/schedule.cpp).
+  const ScheduleParams sp{p.pipeline, 0, microbatches, p.virtual_pipeline_stages};
+  if (const ScheduleProblem why = schedule_info(p.schedule).rule(sp); !why.key.empty())
+    throw ConfigError(s.provenance.at(why.key), why.key, why.value, why.problem, why.allowed);
 }
 
 void validate_scenario(const Scenario& s) {

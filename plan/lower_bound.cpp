@@ -30,7 +30,7 @@ void add_spans(const StepIR& ir, const StepGraph& g, LayerCosts& c) {
   for (OpId id : g.streams[static_cast<size_t>(Stream::compute)]) {
     const Op& op = g.ops[id];
     const bool fwd = op.phase == Phase::forward;
-    const bool bwd = op.phase == Phase::backward || op.phase == Phase::recompute;
+    const bool bwd = op.phase == Phase::backward || op.phase == Phase::recompute || op.phase == Phase::weight_grad;
     if (fwd && op.layer == 0 && f0 < 0) f0 = start[id];
     if (fwd && op.layer > 0 && f0 >= 0 && head < 0) head = start[id];
     if (bwd && op.layer == 0 && b0 < 0) b0 = start[id];
@@ -72,7 +72,7 @@ LayerCosts probe_layer_costs(const Scenario& s) {
     double t = dur[op.id];
     if (!over.empty()) t = std::max(0.0, over[op.id].time.apply(t));
     const bool fwd = op.phase == Phase::forward;
-    const bool bwd = op.phase == Phase::backward || op.phase == Phase::recompute;
+    const bool bwd = op.phase == Phase::backward || op.phase == Phase::recompute || op.phase == Phase::weight_grad;
     if (!fwd && !bwd) continue;  // the optimizer: left out
     double* slot = nullptr;
     if (op.layer == 0) slot = fwd ? &c.layer_fwd_us : &c.layer_bwd_us;

@@ -5,6 +5,7 @@
 
 #include "ir/model_shape.hpp"
 #include "ir/partition.hpp"
+#include "ir/schedule.hpp"
 
 namespace paralab {
 
@@ -28,16 +29,11 @@ double layer_saved(const ModelShape& m, Recompute rc, AttentionImpl attn) {
          T * static_cast<double>(m.fc1_cols()) * e + T * static_cast<double>(m.ffn_local()) * e + mask + out;
 }
 
-// Chunk-micro-batches a stage holds activations for at once.
+// Chunk-micro-batches a stage holds activations for at once, counted on the schedule's own
+// task list (a forward's activations live until its W or whole backward).
 double in_flight(const Scenario& s, int64_t stage) {
-  const int64_t p = s.parallel.pipeline, m = s.num_microbatches(), v = s.parallel.virtual_pipeline_stages;
-  switch (s.parallel.schedule) {
-    case Schedule::gpipe: return static_cast<double>(m);
-    case Schedule::one_f_one_b: return static_cast<double>(std::min(p - stage, m));
-    case Schedule::interleaved:
-      return static_cast<double>(std::min((p - stage - 1) * 2 + (v - 1) * p + 1, m * v));
-  }
-  return 1;
+  const ScheduleParams sp{s.parallel.pipeline, stage, s.num_microbatches(), s.parallel.virtual_pipeline_stages};
+  return static_cast<double>(peak_in_flight(schedule_for(s.parallel.schedule)(sp)));
 }
 
 double params_of(const std::vector<ParamSpec>& ps) {

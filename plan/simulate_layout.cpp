@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "ir/error.hpp"
+#include "ir/schedule.hpp"
 #include "ir/step_ir.hpp"
 #include "plan/planner.hpp"
 #include "sim/simulate.hpp"
@@ -109,8 +110,10 @@ PlannedLayout simulate_layout_untimed(const Scenario& base, const Candidate& c, 
       r.breakdown.exposed_comm_s[static_cast<size_t>(k)] *= grow;
     rescale(r, a, ms, m);
     // A short run keeps fewer micro-batches in flight than the full step (GPipe: all m;
-    // 1F1B: up to p): take the memory model's peak then.
-    if (c.schedule == Schedule::gpipe || ms < std::min(m, p))
+    // 1F1B and ZB-H1: up to p; ZB-H2: up to 2p - 1): take the memory model's peak then.
+    const ScheduleFn order = schedule_for(c.schedule);
+    const int64_t v = c.virtual_stages;
+    if (peak_in_flight(order({p, 0, ms, v})) < peak_in_flight(order({p, 0, m, v})))
       r.peak_memory_gib = std::max(r.peak_memory_gib, out.estimate.peak_bytes / 1073741824.0);
     r.fits_in_memory = r.peak_memory_gib * 1073741824.0 <= capacity;
     out.result = r;

@@ -12,7 +12,8 @@ JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libboost-graph-dev libtomlplusplus-dev libeigen3-dev nlohmann-json3-dev catch2
+  libboost-graph-dev libtomlplusplus-dev libeigen3-dev nlohmann-json3-dev catch2 libyaml-cpp-dev
+  libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
   chromium

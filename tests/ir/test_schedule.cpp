@@ -16,7 +16,7 @@ int64_t check_and_inflight(const std::vector<PipelineTask>& tasks, int64_t m, in
   int64_t inflight = 0, max_inflight = 0;
   for (const auto& t : tasks) {
     auto& s = state[{t.microbatch, t.chunk}];
-    if (t.forward) {
+    if (t.forward()) {
       REQUIRE(s == 0);
       s = 1;
       max_inflight = std::max(max_inflight, ++inflight);
@@ -36,7 +36,7 @@ int64_t check_and_inflight(const std::vector<PipelineTask>& tasks, int64_t m, in
 TEST_CASE("GPipe runs every forward before any backward", "[ir][schedule]") {
   const auto tasks = schedule_gpipe({4, 1, 8, 1});
   CHECK(check_and_inflight(tasks, 8, 1) == 8);
-  for (size_t i = 0; i < 8; ++i) CHECK(tasks[i].forward);
+  for (size_t i = 0; i < 8; ++i) CHECK(tasks[i].forward());
 }
 
 TEST_CASE("1F1B keeps p - s micro-batches in flight on stage s", "[ir][schedule]") {
@@ -47,7 +47,7 @@ TEST_CASE("1F1B keeps p - s micro-batches in flight on stage s", "[ir][schedule]
     CHECK(check_and_inflight(tasks, m, 1) == p - s);
     // Micro-batches go forward and backward in order.
     int32_t f = 0, b = 0;
-    for (const auto& t : tasks) CHECK(t.microbatch == (t.forward ? f++ : b++));
+    for (const auto& t : tasks) CHECK(t.microbatch == (t.forward() ? f++ : b++));
   }
   // Fewer micro-batches than stages: everything warms up.
   CHECK(check_and_inflight(schedule_1f1b({8, 0, 3, 1}), 3, 1) == 3);
@@ -68,7 +68,7 @@ TEST_CASE("interleaved 1F1B follows Megatron's chunk order", "[ir][schedule]") {
   // The last stage's first backward is chunk v-1 of micro-batch 0.
   const auto last = schedule_interleaved({p, p - 1, m, v});
   for (const auto& t : last)
-    if (!t.forward) {
+    if (!t.forward()) {
       CHECK(t.chunk == v - 1);
       CHECK(t.microbatch == 0);
       break;
@@ -79,4 +79,40 @@ TEST_CASE("the schedule registry knows every schedule", "[ir][schedule]") {
   CHECK(schedule_for(Schedule::gpipe) == &schedule_gpipe);
   CHECK(schedule_for(Schedule::one_f_one_b) == &schedule_1f1b);
   CHECK(schedule_for(Schedule::interleaved) == &schedule_interleaved);
+}
+
+namespace {
+// Every (micro-batch) runs F, then B, then W, exactly once each.
+void check_split(const std::vector<PipelineTask>& tasks, int64_t m) {
+  std::map<int, int> state;  // 1 F done, 2 B done, 3 W done
+  for (const auto& t : tasks) {
+    int& s = state[t.microbatch];
+    const int want = t.kind == TaskKind::forward ? 0 : t.kind == TaskKind::input_grad ? 1 : 2;
+    REQUIRE(t.kind != TaskKind::backward);
+    REQUIRE(s == want);
+    s = want + 1;
+  }
+  REQUIRE(static_cast<int64_t>(state.size()) == m);
+  for (const auto& [mb, s] : state) REQUIRE(s == 3);
+}
+}  // namespace
+
+TEST_CASE("ZB-H1 keeps 1F1B's peak of p micro-batches; ZB-H2 holds more", "[ir][schedule]") {
+  // Qi et al. 2024, Sec. 3.1: ZB-H1 matches 1F1B's peak memory, ZB-H2 trades memory for bubble.
+  const int64_t p = 4, m = 12;
+  for (int64_t s = 0; s < p; ++s) {
+    const auto h1 = schedule_zb_h1({p, s, m, 1});
+    const auto h2 = schedule_zb_h2({p, s, m, 1});
+    check_split(h1, m);
+    check_split(h2, m);
+    CHECK(peak_in_flight(h1) <= p);
+    // W waits for the tail, so every micro-batch's W inputs are held until then.
+    CHECK(peak_in_flight(h2) == m);
+  }
+  CHECK(peak_in_flight(schedule_zb_h1({p, 0, m, 1})) == p);
+  CHECK(peak_in_flight(schedule_1f1b({p, 0, m, 1})) == p);
+  // Fewer micro-batches than the warm-up: everything still runs once.
+  check_split(schedule_zb_h2({8, 0, 3, 1}), 3);
+  CHECK(schedule_info(Schedule::zb_h1).splits_backward);
+  CHECK_FALSE(schedule_info(Schedule::one_f_one_b).splits_backward);
 }
