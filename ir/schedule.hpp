@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ std::vector<PipelineTask> schedule_gpipe(const ScheduleParams& p);
 std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p);
 // Interleaved 1F1B (Narayanan et al. 2021, Sec. 2.2.2; Fig. 4 bottom), Megatron-LM's order.
 std::vector<PipelineTask> schedule_interleaved(const ScheduleParams& p);
+// 1F1B's order (warm-up of p - s - 1 forwards, steady F then backward, drain), with
+// `backward(out, mb)` appending what the backward of micro-batch mb runs; 1F1B and ZB-H1 share it.
+std::vector<PipelineTask> one_f_one_b_order(const ScheduleParams& p,
+                                            const std::function<void(std::vector<PipelineTask>&, int32_t)>& backward);
 // ZB-H1 (Qi et al. 2024, Sec. 3.1): 1F1B with W deferred, 1F1B's peak memory.
 std::vector<PipelineTask> schedule_zb_h1(const ScheduleParams& p);
 // ZB-H2 (Qi et al. 2024, Sec. 3.1): more warm-up forwards and W moved to the tail.

@@ -8,19 +8,26 @@
 
 namespace paralab {
 
-std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p) {
+std::vector<PipelineTask> one_f_one_b_order(const ScheduleParams& p,
+                                            const std::function<void(std::vector<PipelineTask>&, int32_t)>& backward) {
   const int64_t m = p.microbatches;
   const int64_t warmup = std::min(p.stages - p.stage - 1, m);
   std::vector<PipelineTask> out;
-  out.reserve(static_cast<size_t>(2 * m));
+  out.reserve(static_cast<size_t>(3 * m));
   int32_t next_fwd = 0, next_bwd = 0;
   for (int64_t i = 0; i < warmup; ++i) out.push_back({TaskKind::forward, next_fwd++, 0});
   for (int64_t i = 0; i < m - warmup; ++i) {
     out.push_back({TaskKind::forward, next_fwd++, 0});
-    out.push_back({TaskKind::backward, next_bwd++, 0});
+    backward(out, next_bwd++);
   }
-  while (next_bwd < m) out.push_back({TaskKind::backward, next_bwd++, 0});
+  while (next_bwd < m) backward(out, next_bwd++);
   return out;
+}
+
+std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p) {
+  return one_f_one_b_order(p, [](std::vector<PipelineTask>& out, int32_t mb) {
+    out.push_back({TaskKind::backward, mb, 0});
+  });
 }
 
 }  // namespace paralab

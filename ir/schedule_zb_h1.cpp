@@ -4,29 +4,17 @@
 // gradients on without waiting for weight gradients; the W passes fill the cool-down bubble.
 // At most p micro-batches are in flight on any stage (1F1B's peak, held by stage 0), and for
 // per-stage times F, B, W the bubble is (p - 1)(F + B - W) against 1F1B's (p - 1)(F + B + W).
-#include <algorithm>
-
 #include "ir/schedule.hpp"
 
 namespace paralab {
 
 std::vector<PipelineTask> schedule_zb_h1(const ScheduleParams& p) {
-  const int64_t m = p.microbatches;
-  const int64_t warmup = std::min(p.stages - p.stage - 1, m);
-  std::vector<PipelineTask> out;
-  out.reserve(static_cast<size_t>(3 * m));
-  int32_t f = 0, b = 0, w = 0;
-  auto backward = [&] {
-    out.push_back({TaskKind::input_grad, b++, 0});
-    if (b > p.stage) out.push_back({TaskKind::weight_grad, w++, 0});  // the first s W wait
-  };
-  for (int64_t i = 0; i < warmup; ++i) out.push_back({TaskKind::forward, f++, 0});
-  while (f < m) {
-    out.push_back({TaskKind::forward, f++, 0});
-    backward();
-  }
-  while (b < m) backward();
-  while (w < m) out.push_back({TaskKind::weight_grad, w++, 0});
+  int32_t w = 0;
+  std::vector<PipelineTask> out = one_f_one_b_order(p, [&](std::vector<PipelineTask>& o, int32_t mb) {
+    o.push_back({TaskKind::input_grad, mb, 0});
+    if (mb >= p.stage) o.push_back({TaskKind::weight_grad, w++, 0});  // the first s W wait
+  });
+  while (w < p.microbatches) out.push_back({TaskKind::weight_grad, w++, 0});
   return out;
 }
 
