@@ -38,6 +38,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--max-micro-batch", true, "largest micro-batch size (default 8)"},
     {"--min-context-tokens", true, "least tokens per context-parallel rank (default 2048)"},
     {"--max-virtual-stages", true, "most virtual pipeline stages per stage (default 8)"},
+    {"--schedules", true, "comma-separated pipeline schedules to search (default all: gpipe,1f1b,interleaved,zb-h1,zb-h2)"},
     {"--refine", true, "best screened layouts to re-simulate with two runs (default 16)"},
     {"--no-prune", false, "simulate every layout that fits, without the lower bound's pruning (docs/planner.md)"},
     {"--exact", false, "simulate every micro-batch of every candidate (slower; default screens, see docs/planner.md)"},
@@ -53,6 +54,23 @@ int64_t to_int(const std::string& opt, const std::string& v) {
   } catch (const std::exception&) {
     throw UsageError(opt + " needs a non-negative integer, got '" + v + "'");
   }
+}
+
+// "1f1b,zb-h1" -> the schedules; an unknown name is refused with the allowed ones.
+std::vector<Schedule> schedule_list(const std::string& v) {
+  std::vector<Schedule> out;
+  std::stringstream in(v);
+  for (std::string name; std::getline(in, name, ',');) {
+    const auto s = enum_from_string<Schedule>(name);
+    if (!s) {
+      std::string allowed;
+      for (const auto& [n, e] : names<Schedule>()) allowed += (allowed.empty() ? "" : ", ") + std::string(n);
+      throw UsageError("--schedules: unknown schedule '" + name + "' (allowed: " + allowed + ")");
+    }
+    out.push_back(*s);
+  }
+  if (out.empty()) throw UsageError("--schedules needs at least one schedule");
+  return out;
 }
 
 Candidate parse_baseline(const std::string& text, const Scenario& base) {
@@ -289,6 +307,7 @@ int run_plan(int argc, char** argv) {
   if (auto v = a.value("--max-micro-batch")) o.bounds.max_micro_batch = to_int("--max-micro-batch", *v);
   if (auto v = a.value("--min-context-tokens")) o.bounds.min_context_tokens = to_int("--min-context-tokens", *v);
   if (auto v = a.value("--max-virtual-stages")) o.bounds.max_virtual_stages = to_int("--max-virtual-stages", *v);
+  if (auto v = a.value("--schedules")) o.bounds.schedules = schedule_list(*v);
   o.exact = a.flag("--exact");
   o.prune = !a.flag("--no-prune");
   if (auto v = a.value("--refine")) o.refine = static_cast<size_t>(to_int("--refine", *v));

@@ -1,11 +1,13 @@
 // paralab — ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Sec. 3.1).
-// Stage s warms up with 2 (p - s) - 1 forwards (filling the bubble before its first B), runs
-// B, F pairs while forwards remain, then B, W pairs, and the remaining W passes at the tail.
-// The timeline becomes a parallelogram: for per-stage times F, B, W each stage idles
-// (p - 1)(F + B - 2W) within its own span (zero when F + B = 2W), at the price of memory:
-// activations are 2p - 1 micro-batches deep on stage 0, and the inputs of every deferred W
-// are held until the tail. Reaching that bubble in a whole step needs the
-// optimizer step free of a global synchronization (docs/simulator.md, "Zero-bubble schedules").
+// Stage s warms up with 2 (p - s) - 1 forwards (filling the bubble before its first B), then
+// while forwards remain runs B and F, inserting the oldest W only when 2p - 1 micro-batches are
+// in flight (forwarded, W not yet run), then B, W pairs and the remaining W passes at the tail.
+// Every stage so holds at most 2p - 1 micro-batches (Qi et al.'s (2p - 1) M_B), and the later
+// stages, which start with fewer, defer more W into their cooldown: the timeline becomes a
+// parallelogram, each stage idling (p - 1)(F + B - 2W) within its own span for per-stage
+// times F, B, W (zero when F + B = 2W; tests/sim/engine/test_zero_bubble_forms.cpp). Reaching
+// that bubble in a whole step needs the optimizer step free of a global synchronization
+// (docs/simulator.md, "Zero-bubble schedules").
 #include <algorithm>
 
 #include "ir/schedule.hpp"
@@ -21,6 +23,7 @@ std::vector<PipelineTask> schedule_zb_h2(const ScheduleParams& p) {
   for (int64_t i = 0; i < warmup; ++i) out.push_back({TaskKind::forward, f++, 0});
   while (f < m) {
     out.push_back({TaskKind::input_grad, b++, 0});
+    if (f - w >= 2 * p.stages - 1) out.push_back({TaskKind::weight_grad, w++, 0});
     out.push_back({TaskKind::forward, f++, 0});
   }
   while (b < m) {

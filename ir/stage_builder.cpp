@@ -1,7 +1,8 @@
 // paralab — one stage's step: the schedule's tasks in order, each a forward or backward pass
 // of one micro-batch through one model chunk, with pipeline transfers at the chunk borders;
 // then the optimizer. Receives are posted when the previous task's compute ends (as Megatron
-// posts recv before each forward/backward), so buffers are not allocated early.
+// posts recv before each forward/backward), so buffers are not allocated early; under a split
+// backward as soon as the previous receive completes (docs/simulator.md, "Zero-bubble schedules").
 #include "ir/stage_builder.hpp"
 
 #include "ir/error.hpp"
@@ -187,7 +188,10 @@ BufferId StageBuilder::receive(const PipelineTask& t, const ChunkSpec& c, bool a
   o.attrs = P2PAttrs{GroupKind::pp, 0, activation ? -1 : 1, bytes,
                      p2p_tag(t.microbatch, c.virtual_stage, vs_total, activation), sg ? static_cast<int32_t>(m_.tp) : 1};
   o.bytes = static_cast<double>(bytes);
-  if (last_task_op_ != kNoOp) o.extra_deps.push_back(last_task_op_);
+  // Split backwards: sends to both neighbours share one stream, so a throttled receive here
+  // would hold a neighbour's input-gradient send behind its forward send.
+  if (last_task_op_ != kNoOp && !schedule_info(s_.parallel.schedule).splits_backward)
+    o.extra_deps.push_back(last_task_op_);
   b_.add(std::move(o));
   if (!sg) return in;
   const BufferId full = tp_all_gather(activation ? "recv_activation_all_gather" : "recv_grad_all_gather", in,

@@ -5,6 +5,7 @@
 
 #include "ir/error.hpp"
 #include "ir/partition.hpp"
+#include "ir/schedule.hpp"
 #include "ir/scenario_loader.hpp"
 #include "ir/step_ir.hpp"
 #include "sim/compute/compute_model.hpp"
@@ -153,9 +154,12 @@ double LowerBound::step_s(const Scenario& s) {
   double bound_us = 0, before_f = 0, before_b = 0, stage0_layers = 0;
   for (const ChunkSpec& ch : stage_chunks(s, 0)) stage0_layers += static_cast<double>(ch.num_layers);
   const double data_us = (1 - 1e-3) * stage0_layers * (d.layer_us + static_cast<double>(m) * d.layer_mb_us);
+  // Under a split backward a stage may end on weight gradients that run while the stages before
+  // it do their last input gradients: only the forward chain before it is certain.
+  const bool tail = !schedule_info(s.parallel.schedule).splits_backward;
   for (int64_t st = 0; st < p; ++st) {
     // Virtual stages 0 .. st - 1 are the first chunk of the stages before st.
-    const double lb = before_f + static_cast<double>(m) * stage_work[static_cast<size_t>(st)] + before_b;
+    const double lb = before_f + static_cast<double>(m) * stage_work[static_cast<size_t>(st)] + (tail ? before_b : 0.0);
     bound_us = std::max(bound_us, lb);
     before_f += vf[static_cast<size_t>(st)];
     before_b += vb[static_cast<size_t>(st)];

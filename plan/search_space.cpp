@@ -1,6 +1,8 @@
 // paralab — enumeration of candidate layouts.
 #include "plan/search_space.hpp"
 
+#include <algorithm>
+
 #include "ir/step_ir.hpp"
 
 namespace paralab {
@@ -69,7 +71,7 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
           std::vector<Schedule> scheds;
           if (sp.pin_schedule) scheds = {sp.schedule};
           else if (v > 1) scheds = {Schedule::interleaved};
-          else scheds = {Schedule::gpipe, Schedule::one_f_one_b};
+          else scheds = {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_h2};
           if (pp == 1 && !sp.pin_schedule && v == 1) scheds = {Schedule::one_f_one_b};  // one stage: schedules coincide
           for (Schedule sched : scheds)
             for (int64_t mb : sp.micro_batch)
@@ -84,6 +86,9 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
                       reason = "micro-batch above " + std::to_string(bounds.max_micro_batch) + " (--max-micro-batch)";
                     if (reason.empty() && !sp.pin_virtual && v > bounds.max_virtual_stages)
                       reason = "more than " + std::to_string(bounds.max_virtual_stages) + " virtual stages (--max-virtual-stages)";
+                    if (reason.empty() && !sp.pin_schedule && !bounds.schedules.empty() &&
+                        std::find(bounds.schedules.begin(), bounds.schedules.end(), sched) == bounds.schedules.end())
+                      reason = "schedule not in --schedules";
                     if (!reason.empty()) {
                       ++excluded[reason];
                       continue;

@@ -18,6 +18,7 @@ struct SearchBounds {
   int64_t max_micro_batch = 8;   // larger micro-batches rarely fit and never fill the GPU better
   int64_t min_context_tokens = 2048;  // context parallelism only while each rank keeps >= this many tokens
   int64_t max_virtual_stages = 8;     // interleaving beyond this moves more than it saves (Narayanan et al. 2021, Fig. 12)
+  std::vector<Schedule> schedules;    // the schedules to search (empty: all); e.g. what the user's framework runs
 };
 
 struct SearchSpace {

@@ -22,6 +22,15 @@ std::string report_family(const OpMeta& m) {
   return "elementwise";
 }
 
+std::string report_pass(const OpMeta& m, bool split_backward) {
+  if (!m.stream.empty() && m.stream != "compute") return "communication";
+  if (m.phase == "fwd") return "F forward";
+  if (m.phase == "bwd") return split_backward ? "B input gradient" : "B+W backward";
+  if (m.phase == "wgrad") return "W weight gradient";
+  if (m.phase == "recompute") return "R recompute";
+  return "optimizer";
+}
+
 namespace {
 
 std::string html_escape(const std::string& s) {
@@ -67,7 +76,7 @@ struct Interner {
   }
 };
 
-nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& names) {
+nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& passes, Interner& names) {
   // Lanes: rank-major, then the stream order of docs/results.md.
   static const char* kStreams[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "pp_send", "pp_recv"};
   auto stream_order = [](const std::string& s) {
@@ -86,6 +95,7 @@ nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& nam
     idx = li++;
     lane_list.push_back("rank " + std::to_string(key.first) + " " + key.second.second);
   }
+  const bool split = std::any_of(r.meta.begin(), r.meta.end(), [](const OpMeta& m) { return m.phase == "wgrad"; });
   double t0 = 1e300, t1 = 0;
   nlohmann::json ops = nlohmann::json::array();
   for (size_t i = 0; i < r.result.ops.size(); ++i) {
@@ -95,8 +105,9 @@ nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& nam
     t0 = std::min(t0, t.start_us);
     t1 = std::max(t1, t.end_us);
     nlohmann::json o = {lane, std::round(t.start_us * 100) / 100, std::round((t.end_us - t.start_us) * 100) / 100,
-                        fam(report_family(m)), names(m.name.empty() ? "op " + std::to_string(t.op) : m.name)};
-    ops.push_back(std::move(o));  // [lane, start, duration, family, name]
+                        fam(report_family(m)), names(m.name.empty() ? "op " + std::to_string(t.op) : m.name),
+                        passes(report_pass(m, split))};
+    ops.push_back(std::move(o));  // [lane, start, duration, family, name, pass]
   }
   if (r.result.ops.empty()) t0 = t1 = 0;
   return {{"lanes", lane_list}, {"ops", ops}, {"t0", t0}, {"t1", t1}, {"step_s", r.result.step_time_s}};
@@ -135,6 +146,11 @@ const char* kScript = R"JS(
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
                    '#9c755f', '#86bcb6', '#d37295', '#8cd17d', '#499894', '#f1ce63', '#a0cbe8', '#ffbe7d'];
   const color = (f) => PALETTE[f % PALETTE.length];
+  // The schedule view: each pass its own colour (F blue, B orange, W green as in Qi et al.'s figures).
+  const PASS_COLOURS = { 'F forward': '#4e79a7', 'B input gradient': '#f28e2b', 'B+W backward': '#e15759',
+                         'W weight gradient': '#59a14f', 'R recompute': '#b07aa1', 'optimizer': '#9c755f',
+                         'communication': '#d5d9e0' };
+  const passColor = (p) => PASS_COLOURS[D.passes[p]] || '#bab0ac';
   function el(tag, attrs, parent) {
     const e = document.createElementNS(NS, tag);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -146,19 +162,19 @@ const char* kScript = R"JS(
     if (us >= 1e3) return (us / 1e3).toFixed(2) + ' ms';
     return us.toFixed(1) + ' \u00b5s';
   }
-  function legend(id, fams) {
+  function legend(id, items, colourOf, labels) {
     const host = document.getElementById(id);
-    fams.forEach((f) => {
+    items.forEach((f) => {
       const s = document.createElement('span');
-      s.style.setProperty('--c', color(f));
-      s.textContent = D.families[f];
+      s.style.setProperty('--c', colourOf(f));
+      s.textContent = labels[f];
       host.appendChild(s);
     });
   }
 
   // Timelines: one time scale for both, a lane per rank and stream.
   const span = Math.max(D.predicted.t1 - D.predicted.t0, D.measured.t1 - D.measured.t0, 1);
-  function timeline(id, R) {
+  function timeline(id, R, byPass) {
     const host = document.getElementById(id);
     const W = Math.max(360, host.clientWidth || 640);
     const laneH = 13, gap = 3, left = 118, right = 12, top = 20;
@@ -178,7 +194,7 @@ const char* kScript = R"JS(
     let drawn = 0;
     for (const o of R.ops) {
       const y = top + o[0] * (laneH + gap);
-      const r = el('rect', { x: x(o[1]), y: y, width: Math.max(0.5, plotW * o[2] / span), height: laneH, fill: color(o[3]) }, svg);
+      const r = el('rect', { x: x(o[1]), y: y, width: Math.max(0.5, plotW * o[2] / span), height: laneH, fill: byPass ? passColor(o[5]) : color(o[3]) }, svg);
       el('title', {}, r).textContent = D.names[o[4]] + ' \u2014 ' + fmt(o[2]);
       drawn++;
     }
@@ -227,9 +243,15 @@ const char* kScript = R"JS(
   const used = new Set();
   for (const R of [D.predicted, D.measured]) for (const o of R.ops) used.add(o[3]);
   for (const p of D.scatter) used.add(p[2]);
-  legend('legend-timelines', [...used].sort((x, y) => x - y));
-  timeline('timeline-predicted', D.predicted);
-  timeline('timeline-measured', D.measured);
+  legend('legend-timelines', [...used].sort((x, y) => x - y), color, D.families);
+  timeline('timeline-predicted', D.predicted, false);
+  timeline('timeline-measured', D.measured, false);
+  const usedPasses = new Set();
+  for (const R of [D.predicted, D.measured]) for (const o of R.ops) usedPasses.add(o[5]);
+  legend('legend-schedule', [...usedPasses].sort((x, y) => x - y), passColor, D.passes);
+  timeline('schedule-predicted', D.predicted, true);
+  timeline('schedule-measured', D.measured, true);
+  document.getElementById('schedule-predicted').setAttribute('data-passes', [...usedPasses].map((p) => D.passes[p]).join(','));
   scatter('scatter');
   document.documentElement.setAttribute('data-report-ready', '1');
 })();
@@ -238,10 +260,10 @@ const char* kScript = R"JS(
 }  // namespace
 
 std::string html_report(const LoadedResult& predicted, const LoadedResult& measured, const Comparison& c, const ReportInfo& info) {
-  Interner fam, names;
+  Interner fam, passes, names;
   nlohmann::json data;
-  data["predicted"] = timeline_json(predicted, fam, names);
-  data["measured"] = timeline_json(measured, fam, names);
+  data["predicted"] = timeline_json(predicted, fam, passes, names);
+  data["measured"] = timeline_json(measured, fam, passes, names);
   // The scatter: every joined op (measured rank), its family from the measured trace.
   std::map<std::pair<int64_t, OpId>, size_t> meta_at;
   for (size_t i = 0; i < measured.result.ops.size(); ++i) meta_at[{measured.result.ops[i].rank, measured.result.ops[i].op}] = i;
@@ -254,6 +276,7 @@ std::string html_report(const LoadedResult& predicted, const LoadedResult& measu
   }
   data["scatter"] = pts;
   data["families"] = fam.list;
+  data["passes"] = passes.list;
   data["names"] = names.list;
 
   auto cls = [](double err_pct, double good, double warn) {
@@ -286,6 +309,11 @@ std::string html_report(const LoadedResult& predicted, const LoadedResult& measu
   std::snprintf(buf, sizeof buf, "<div><b>Measured</b> <span class=\"sub\">%.4g s</span><div class=\"chart\" id=\"timeline-measured\"></div></div>\n",
                 c.measured_step_s);
   h += buf;
+  h += "</div>\n<h2>Schedule</h2>\n<div class=\"sub\">The same timelines coloured by pass, in Qi et al.'s notation: F "
+       "forward, B input gradient, W weight gradient (B+W: a backward not split); communication in grey.</div>\n";
+  h += "<div class=\"legend\" id=\"legend-schedule\"></div>\n<div class=\"pair\">\n";
+  h += "<div><b>Predicted</b><div class=\"chart\" id=\"schedule-predicted\"></div></div>\n";
+  h += "<div><b>Measured</b><div class=\"chart\" id=\"schedule-measured\"></div></div>\n";
   h += "</div>\n<h2>Predicted against measured, per op</h2>\n<div class=\"sub\">Log-log; the solid line is a perfect "
        "prediction, the dashed lines &plusmn;10&nbsp;%. Colours as in the timelines.</div>\n<div class=\"chart\" id=\"scatter\"></div>\n";
   h += "<h2>Error by op class</h2>\n<table>\n<tr><th>op class</th><th>ops</th><th>predicted s</th><th>measured s</th><th>error</th><th>MAPE</th></tr>\n";

@@ -31,4 +31,9 @@ std::string html_report(const LoadedResult& predicted, const LoadedResult& measu
 // "loss", "optimizer", "collective tp", "p2p pp", ...).
 std::string report_family(const OpMeta& m);
 
+// The pipeline pass a trace op belongs to, for the schedule view: "F forward", "B input
+// gradient" ("B+W backward" when the run's backward is not split), "W weight gradient",
+// "R recompute", "optimizer", or "communication" (any op off the compute stream).
+std::string report_pass(const OpMeta& m, bool split_backward);
+
 }  // namespace paralab

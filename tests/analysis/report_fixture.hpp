@@ -19,10 +19,11 @@ struct ReportFixture {
   LoadedResult predicted, measured;
   Comparison comparison;
 
-  ReportFixture()
+  explicit ReportFixture(const std::string& schedule = "1f1b")
       : ir(build_step_ir(scenario_from(
             "[model]\npreset = \"tiny\"\nnum_layers = 4\n[training]\nglobal_batch_size = 4\nmicro_batch_size = 1\n"
-            "[parallel]\ntensor = 2\npipeline = 2\n[cluster]\ntopology = \"cpu-host\"\nnodes = 1\ndevices_per_node = 4\n"))) {
+            "[parallel]\ntensor = 2\npipeline = 2\nschedule = \"" + schedule +
+            "\"\n[cluster]\ntopology = \"cpu-host\"\nnodes = 1\ndevices_per_node = 4\n"))) {
     predicted = round_trip(make(false), "p.json");
     measured = round_trip(make(true), "m.json");
     comparison = compare(predicted, measured, 10);

@@ -1,5 +1,6 @@
 // paralab tests — the HTML report renders in a real browser: headless Chromium loads the page,
-// its script draws both timelines and the scatter, and the DOM it dumps records how many
+// its script draws both timelines (by op family and, for a ZB-H1 run, by pass: F, B, W) and the
+// scatter, and the DOM it dumps records how many
 // elements each chart drew (data-drawn) against how many it had to draw (data-expected).
 // Exit codes for ctest: 0 pass, 1 fail, 77 skipped (no Chromium on this machine; CI installs
 // Debian's `chromium`, scripts/setup.sh too). $PARALAB_CHROMIUM names another browser binary.
@@ -65,7 +66,7 @@ int main() {
     std::printf("SKIP: no chromium in PATH (Debian: apt-get install chromium); the report rendering test needs it\n");
     return 77;
   }
-  const test::ReportFixture f;
+  const test::ReportFixture f("zb-h1");
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("paralab-report-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::filesystem::path page = dir / "report.html";
@@ -91,6 +92,8 @@ int main() {
     long expected;
   } charts[] = {{"timeline-predicted", static_cast<long>(f.predicted.result.ops.size())},
                 {"timeline-measured", static_cast<long>(f.measured.result.ops.size())},
+                {"schedule-predicted", static_cast<long>(f.predicted.result.ops.size())},
+                {"schedule-measured", static_cast<long>(f.measured.result.ops.size())},
                 {"scatter", scatter_expected}};
   for (const auto& c : charts) {
     const std::string tag = tag_of(dom, c.id);
@@ -99,11 +102,20 @@ int main() {
           std::string(c.id) + ": expected " + std::to_string(expected) + " elements (the data has " + std::to_string(c.expected) + ")");
     check(drawn == expected, std::string(c.id) + ": drew " + std::to_string(drawn) + " of " + std::to_string(expected));
   }
+  // The schedule view names F, B and W apart (a split backward has no fused B+W).
+  const std::string passes = [&] {
+    std::smatch pm;
+    const std::string tag = tag_of(dom, "schedule-predicted");
+    return std::regex_search(tag, pm, std::regex("data-passes=\"([^\"]*)\"")) ? pm[1].str() : std::string();
+  }();
+  check(passes.find("F forward") != std::string::npos && passes.find("B input gradient") != std::string::npos &&
+            passes.find("W weight gradient") != std::string::npos && passes.find("B+W") == std::string::npos,
+        "the schedule view's passes: " + passes);
   // The drawn SVG elements are really in the DOM.
   size_t rects = 0, circles = 0;
   for (size_t at = dom.find("<rect"); at != std::string::npos; at = dom.find("<rect", at + 1)) ++rects;
   for (size_t at = dom.find("<circle"); at != std::string::npos; at = dom.find("<circle", at + 1)) ++circles;
-  check(rects >= f.predicted.result.ops.size() + f.measured.result.ops.size(), "timeline bars in the DOM: " + std::to_string(rects));
+  check(rects >= 2 * (f.predicted.result.ops.size() + f.measured.result.ops.size()), "timeline bars in the DOM: " + std::to_string(rects));
   check(static_cast<long>(circles) == scatter_expected, "scatter points in the DOM: " + std::to_string(circles));
 
   std::error_code ec;

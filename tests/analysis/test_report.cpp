@@ -46,3 +46,28 @@ TEST_CASE("op families group kinds for the charts", "[analysis][report]") {
   m.kind = "optimizer_step";
   CHECK(report_family(m) == "optimizer");
 }
+
+TEST_CASE("the schedule view names F, B and W, and B+W when the backward is not split", "[analysis][report]") {
+  OpMeta m;
+  m.kind = "gemm";
+  m.stream = "compute";
+  m.phase = "fwd";
+  CHECK(report_pass(m, true) == "F forward");
+  m.phase = "bwd";
+  CHECK(report_pass(m, true) == "B input gradient");
+  CHECK(report_pass(m, false) == "B+W backward");
+  m.phase = "wgrad";
+  CHECK(report_pass(m, true) == "W weight gradient");
+  m.phase = "optimizer";
+  CHECK(report_pass(m, true) == "optimizer");
+  m.kind = "send";
+  m.stream = "pp_send";
+  m.phase = "fwd";
+  CHECK(report_pass(m, true) == "communication");
+  // A ZB-H1 report carries the three passes; a 1F1B one the fused backward.
+  const std::string zb = test::ReportFixture("zb-h1").html(), one = test::ReportFixture("1f1b").html();
+  CHECK(zb.find("\"W weight gradient\"") != std::string::npos);
+  CHECK(zb.find("\"B+W backward\"") == std::string::npos);
+  CHECK(one.find("\"B+W backward\"") != std::string::npos);
+  CHECK(one.find("\"W weight gradient\"") == std::string::npos);
+}

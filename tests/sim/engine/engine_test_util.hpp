@@ -44,6 +44,12 @@ inline std::string equal_layers_model(const std::string& batch) {
          "\nprecision = \"bf16\"\noptimizer = \"sgd\"\nclip_grad = 0\nattention = \"flash\"\n";
 }
 
+// equal_layers_model as PP4 on one DGX A100 node: four equal stages, eight micro-batches of 8.
+inline std::string four_equal_stages() {
+  return equal_layers_model("global_batch_size = 64\nmicro_batch_size = 8") +
+         "[parallel]\ntensor = 1\npipeline = 4\ndata = 1\n[cluster]\ntopology = \"dgx-a100\"\nnodes = 1\ndevices_per_node = 4\n";
+}
+
 // Every link a million GB/s with no latency and no call overhead: communication takes ~0.
 inline void free_network(Topology& t) {
   for (LinkSpec* l : {&t.node.intra_link, &t.node.pcie, &t.node.nic, &t.network.switch_link}) {

@@ -15,14 +15,9 @@ using namespace paralab::sim::test;
 
 namespace {
 
-// Four equal pipeline stages of four layers each; the vocabulary is tiny and the layers wide, so
-// the embedding and the head add ~0.2 % to the first and last stage; SGD without clipping
-// keeps the optimizer tail short. Eight micro-batches of 8 sequences.
-std::string equal_stages() {
-  return equal_layers_model("global_batch_size = 64\nmicro_batch_size = 8") +
-         "[parallel]\ntensor = 1\npipeline = 4\ndata = 1\n[cluster]\ntopology = \"dgx-a100\"\nnodes = 1\ndevices_per_node = 4\n";
-}
-
+// Four equal pipeline stages of four layers each (four_equal_stages): the vocabulary is tiny and
+// the layers wide, so the embedding and the head add ~0.2 % to the first and last stage; SGD
+// without clipping keeps the optimizer tail short.
 struct PipelineRun {
   double bubble_fraction = 0;
   double t_mb_us = 0;  // slowest stage's compute time for one micro-batch (forward + backward)
@@ -32,7 +27,7 @@ struct PipelineRun {
 PipelineRun run_pipeline(const std::vector<std::string>& sets) {
   std::vector<std::string> all = {"topology.node.devices_per_node=4"};
   all.insert(all.end(), sets.begin(), sets.end());
-  Scenario s = load_inline(equal_stages(), all);
+  Scenario s = load_inline(four_equal_stages(), all);
   free_network(s.topology);
   const StepIR ir = build_step_ir(s);
   const StepResult r = simulate(ir).result;
