@@ -3,6 +3,7 @@
 //
 //   paralab calibrate --backend cpu --out my-host.toml [SCENARIO ...]
 //   paralab calibrate --upgrade OLD.toml NEW.toml
+//   paralab calibrate --from-step-time RUNS.toml --out FILE   (measured step times, no executor)
 //
 // Run without mpirun: it starts its own ranks (`mpirun -np N paralab calibrate ...`, the launch
 // `paralab validate` uses for `execute`) and draws a progress bar while they measure. Under a
@@ -20,6 +21,7 @@
 #include "analysis/calibration/calibrate.hpp"
 #include "analysis/calibration/upgrade.hpp"
 #include "analysis/launch.hpp"
+#include "apps/calibrate_steps.hpp"
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "exec/error.hpp"
@@ -45,6 +47,7 @@ const std::vector<OptionSpec> kOptions = {
     {"--no-sweep", false, "only the scenarios' own ops (no shape sweep)"},
     {"--no-comm", false, "skip the collective and transfer measurements"},
     {"--no-execute", false, "do not execute the scenarios of the job's size (replay their ops; no corrections)"},
+    {"--from-step-time", true, "RUNS.toml: fit corrections to the measured step times of [[run]] entries (docs/calibration.md)"},
     {"--upgrade", false, "OLD.toml NEW.toml: convert a calibration written before schema 2 and exit"},
     {"--progress-lines", false, "(internal) print progress as lines for a parent process"},
     {"--help", false, "this help"},
@@ -168,6 +171,7 @@ int run_calibrate(int argc, char** argv) {
       if (!quiet)
         std::printf("usage: paralab calibrate --backend cpu|cuda --out FILE [SCENARIO ...] [options]\n"
                     "       paralab calibrate --upgrade OLD.toml NEW.toml\n"
+                    "       paralab calibrate --from-step-time RUNS.toml --out FILE\n"
                     "  Measures this machine with the executor's code (GEMMs, kernels, collectives; every rank at once),\n"
                     "  executes the scenarios of the job's size, fits the hardware and the corrections, and writes a\n"
                     "  topology with its [calibration] (docs/calibration.md).\n%s",
@@ -175,6 +179,12 @@ int run_calibrate(int argc, char** argv) {
       return 0;
     }
     if (a.flag("--upgrade")) return run_upgrade(a);
+    if (auto f = a.value("--from-step-time")) {
+      const std::string o = a.value("--out").value_or("");
+      if (o.empty()) throw UsageError("--out FILE is required (where the calibrated topology goes)");
+      check_writable("--out", o);
+      return run_calibrate_from_step_time(a, *f, o);
+    }
     opts.backend = a.value("--backend").value_or("cpu");
     if (opts.backend != "cpu" && opts.backend != "cuda") throw UsageError("--backend must be cpu or cuda, got '" + opts.backend + "'");
     out = a.value("--out").value_or("");

@@ -14,6 +14,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "apps/plan_mpi.hpp"
+#include "apps/run_list.hpp"
 #include "ir/enum_names.hpp"
 #include "ir/raw_config.hpp"
 #include "ir/scenario_loader.hpp"
@@ -232,55 +233,6 @@ nlohmann::json plan_json(const Scenario& base, const PlanResult& r) {
 }
 
 // One entry of a sweep file: a scenario (relative to the sweep file) and its overrides.
-struct SweepEntry {
-  std::string label;
-  std::string scenario;
-  std::vector<std::string> sets;
-};
-
-// `set = "cluster.nodes=64; training.global_batch_size=1536"`: overrides, ';'-separated.
-std::vector<std::string> split_sets(const RawValue& v) {
-  std::vector<std::string> out;
-  std::stringstream ss(read_string(v, "sweep.set"));
-  for (std::string item; std::getline(ss, item, ';');) {
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b == std::string::npos) continue;
-    item = item.substr(b, e - b + 1);
-    if (item.find('=') == std::string::npos)
-      throw ConfigError(v.loc, "sweep.set", v.text, "each override must be section.key=value", "\"a.b=1; c.d=2\"");
-    out.push_back(item);
-  }
-  return out;
-}
-
-// The entries of `file` when it is a sweep file ([[sweep]] tables with scenario, optional set
-// and label), else nothing (it is a scenario).
-std::optional<std::vector<SweepEntry>> read_sweep(const std::string& file) {
-  const RawFile raw = read_toml_file(file);
-  auto it = raw.arrays.find("sweep");
-  if (it == raw.arrays.end()) return std::nullopt;
-  if (!raw.values.empty())
-    throw ConfigError(raw.values.begin()->second.loc, raw.values.begin()->first, raw.values.begin()->second.text,
-                      "a sweep file holds [[sweep]] entries only", "[[sweep]] with scenario, set, label");
-  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
-  std::vector<SweepEntry> out;
-  for (const RawTable& e : it->second) {
-    SweepEntry s;
-    for (const auto& [k, v] : e) {
-      if (k == "scenario") s.scenario = (dir / read_string(v, "sweep.scenario")).string();
-      else if (k == "label") s.label = read_string(v, "sweep.label");
-      else if (k == "set") s.sets = split_sets(v);
-      else throw ConfigError(v.loc, "sweep." + k, v.text, "unknown key", "scenario, set, label");
-    }
-    if (s.scenario.empty())
-      throw ConfigError(SourceLoc{file, e.empty() ? 0 : e.begin()->second.loc.line, 0}, "sweep.scenario", "", "required key is missing",
-                        "a scenario file, relative to the sweep file");
-    if (s.label.empty()) s.label = std::filesystem::path(s.scenario).stem().string() + (s.sets.empty() ? "" : " (" + std::to_string(out.size() + 1) + ")");
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
 int run_plan(int argc, char** argv) {
   const Args a = parse(argc, argv, 1, kOptions);
   if (a.flag("--help")) {
@@ -289,11 +241,11 @@ int run_plan(int argc, char** argv) {
     return 0;
   }
   const std::string file = a.require_positional(0, "SCENARIO");
-  std::vector<SweepEntry> entries;
-  if (auto sweep = read_sweep(file)) entries = std::move(*sweep);
+  std::vector<RunEntry> entries;
+  if (auto sweep = read_run_list(file, "sweep")) entries = std::move(*sweep);
   else entries.push_back({"", file, {}});
   std::vector<Scenario> bases;
-  for (const SweepEntry& e : entries) {
+  for (const RunEntry& e : entries) {
     std::vector<std::string> sets = e.sets;
     sets.insert(sets.end(), a.sets.begin(), a.sets.end());
     bases.push_back(load_scenario(e.scenario, sets, /*check_layout=*/false));

@@ -170,8 +170,13 @@ def main():
         "simulated, the others listed with the reason. Targets (issue 68): mean absolute error within 8 %",
         "on Megatron-family rows and 15 % on the rest, in both halves, and no group's signed mean",
         "beyond 8 %.", "", "## Summary", ""] + summary + ["", "## Runs", ""] + out) + "\n"
-    if a.out:
-        with open(a.out, "w") as fh:
+    write_report(text, a.out)
+
+
+def write_report(text, out):
+    """The report to stdout, and to `out` when given."""
+    if out:
+        with open(out, "w") as fh:
             fh.write(text)
     sys.stdout.write(text)
 
