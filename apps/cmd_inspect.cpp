@@ -1,5 +1,6 @@
 // paralab inspect — what a layout costs before anything runs: parameters, FLOPs,
 // communication volume and memory per rank, computed from the generated IR.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -44,8 +45,17 @@ void print_table(const StepSummary& s, const StepIR& ir) {
   std::printf("parameters %s total\n", human(static_cast<double>(s.parameters_total), "").c_str());
   std::printf("FLOPs      %s model, %s hardware per step (%s tokens)\n", human(s.model_flops_per_step, "FLOP").c_str(),
               human(s.hardware_flops_per_step, "FLOP").c_str(), human(static_cast<double>(s.tokens_per_step), "").c_str());
-  std::printf("memory     peak %.2f GiB of %.0f GiB per device: %s\n\n", s.peak_memory_bytes / GiB,
+  std::printf("memory     peak %.2f GiB of %.0f GiB per device: %s\n", s.peak_memory_bytes / GiB,
               s.memory_capacity_bytes / GiB, s.fits_in_memory ? "fits" : "DOES NOT FIT");
+  if (s.host_memory_bytes_per_node > 0) {  // optimizer / parameter offload (docs/offload.md)
+    double per_rank = 0;
+    for (const auto& st : s.stages) per_rank = std::max(per_rank, st.memory.host_resident);
+    std::printf("host       %.2f GiB pinned per rank (offloaded optimizer%s), %.2f of %.0f GiB per node: %s\n",
+                per_rank / GiB, p.offload_param == OffloadParam::cpu ? " and parameters" : "",
+                s.host_memory_bytes_per_node / GiB, s.host_memory_capacity_bytes / GiB,
+                s.fits_in_host_memory ? "fits" : "DOES NOT FIT");
+  }
+  std::printf("\n");
   std::printf("%5s %10s %8s | %9s %9s %9s %9s %9s | %8s %8s %8s %8s %8s %8s\n", "stage", "params", "ops", "tp", "cp",
               "dp", "pp", "other", "weights", "grads", "optim", "activ", "buffers", "total");
   std::printf("%5s %10s %8s | %49s | %53s\n", "", "per rank", "", "bytes sent per rank per step", "GiB per rank at peak");

@@ -1,6 +1,7 @@
 // paralab simulate — predicted step time, throughput, MFU, bubble, exposed communication and
 // memory of a scenario on its modeled hardware (sim/simulate.hpp), as a table, as JSON
 // (--json, the fields of DESIGN.md) and as a Chrome/Perfetto trace (--trace FILE).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -53,6 +54,17 @@ std::string seconds(double s) {
   return buf;
 }
 
+// Offload: the pinned host memory of the busiest rank, and of a node's ranks against the host's.
+void print_host_memory(const sim::Simulation& sim, const StepIR& ir) {
+  const Scenario& sc = ir.scenario;
+  double per_rank = 0;
+  for (const auto& m : sim.memory) per_rank = std::max(per_rank, m.host_resident);
+  const double node = per_rank * static_cast<double>(ir.layout.devices_per_node());
+  const double capacity = sc.topology.host.memory_gib * kGiB;
+  std::printf("host mem    %.2f GiB pinned per rank, %.2f of %.0f GiB per node: %s\n", per_rank / kGiB, node / kGiB,
+              sc.topology.host.memory_gib, node <= capacity ? "fits" : "DOES NOT FIT");
+}
+
 void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   const StepResult& r = sim.result;
   const Scenario& sc = ir.scenario;
@@ -74,15 +86,19 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   const Breakdown& b = r.breakdown;
   double exposed = 0;
   for (double x : b.exposed_comm_s) exposed += x;
-  std::printf("breakdown   compute %s, exposed communication %s, bubble %s (%.1f %% of the step), host %s\n",
+  std::printf("breakdown   compute %s, exposed communication %s, bubble %s (%.1f %% of the step), host %s",
               seconds(b.compute_s).c_str(), seconds(exposed).c_str(), seconds(b.bubble_s).c_str(),
               100 * r.bubble_fraction, seconds(b.host_s).c_str());
+  const bool offload = sc.training.optimizer_cpu_offload || p.offload_param == OffloadParam::cpu;
+  if (offload) std::printf(", exposed offload %s", seconds(b.offload_s).c_str());
+  std::printf("\n");
   std::printf("exposed     ");
   for (int c = 0; c < kCommClasses; ++c)
     std::printf("%s %s%s", std::string(to_string(static_cast<CommClass>(c))).c_str(),
                 seconds(b.exposed_comm_s[static_cast<size_t>(c)]).c_str(), c + 1 < kCommClasses ? ", " : "\n");
   std::printf("memory      peak %.2f GiB of %.0f GiB per device: %s\n", r.peak_memory_gib,
               sc.topology.device.memory_gib, r.fits_in_memory ? "fits" : "DOES NOT FIT");
+  if (offload) print_host_memory(sim, ir);
   if (r.oom_rank) {
     const StepGraph& g = ir.graph_for(*r.oom_rank);
     const sim::RankMemory* mem = nullptr;

@@ -30,6 +30,7 @@ constexpr KindRow kKinds[] = {
     {OpKind::xent_bwd, EtNodeType::comp},       {OpKind::cast, EtNodeType::comp},
     {OpKind::grad_norm, EtNodeType::comp},      {OpKind::overflow_check, EtNodeType::comp},
     {OpKind::scaler_update, EtNodeType::comp},  {OpKind::optimizer_step, EtNodeType::comp},
+    {OpKind::copy, EtNodeType::comp},  // a host copy: a node of its duration on the rank
     {OpKind::collective, EtNodeType::coll},     {OpKind::send, EtNodeType::send},
     {OpKind::recv, EtNodeType::recv},           {OpKind::sendrecv, EtNodeType::send},
 };

@@ -53,6 +53,10 @@ class Backend {
   // Memory (thread-safe). Buffers are 64-byte aligned.
   virtual void* allocate(int64_t bytes) = 0;
   virtual void deallocate(void* p, int64_t bytes) = 0;
+  // Host (pinned) memory for Buffer::host (optimizer offload); the device may address it.
+  // Default: allocate (a host backend's memory is host memory).
+  virtual void* allocate_host(int64_t bytes) { return allocate(bytes); }
+  virtual void deallocate_host(void* p, int64_t bytes) { deallocate(p, bytes); }
   virtual void fill(void* p, const Buffer& b, const BufferPlan& how) = 0;
   virtual void to_host(void* host, const void* p, int64_t bytes) = 0;
   virtual void from_host(void* p, const void* host, int64_t bytes) = 0;

@@ -64,6 +64,21 @@ MemoryStats memory_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+// Offload (docs/offload.md) runs on the cuda backend, for AdamW without fp16 loss scaling (the
+// host step has no loss-scale state); the cpu backend has no device memory to offload from.
+static void refuse_unsupported_offload(const StepIR& ir, const Backend& backend, int64_t rank) {
+  const Scenario& s = ir.scenario;
+  if (!s.training.optimizer_cpu_offload && s.parallel.offload_param == OffloadParam::none) return;
+  if (backend.name() != "cuda")
+    throw ExecError(rank, "optimizer_cpu_offload / offload_param move state from device to host memory; the " +
+                              std::string(backend.name()) + " backend runs on the host already and does not execute "
+                              "them: simulate the scenario, or execute it with --backend cuda");
+  if (s.training.optimizer != Optimizer::adam || s.training.precision == Precision::fp16)
+    throw ExecError(rank, "the cuda backend's host optimizer step is AdamW without fp16 loss scaling; this scenario "
+                          "has optimizer " + std::string(to_string(s.training.optimizer)) + " and precision " +
+                          std::string(to_string(s.training.precision)) + ": simulate it, or use adam with bf16");
+}
+
 double planned_peak_bytes(const StepIR& ir, int64_t rank) {
   return replay_memory(ir.graph_for(rank)).peak_total();
 }
@@ -91,6 +106,7 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
+  refuse_unsupported_offload(ir, *backend, rank);
   // Memory (host backends): the IR's peak for every rank on this host must fit in what the host
   // has free. Every rank agrees on the verdict.
   if (backend->name() == "cpu") {

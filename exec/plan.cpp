@@ -118,6 +118,7 @@ namespace {
 bool shard_convention(const Op& op) {
   switch (op.kind) {
     case OpKind::optimizer_step:
+    case OpKind::copy:
     case OpKind::grad_norm:
     case OpKind::overflow_check: return true;
     case OpKind::collective: {
@@ -129,6 +130,29 @@ bool shard_convention(const Op& op) {
 }
 }  // namespace
 
+namespace {
+// Offload (ir/param_offload.cpp) splits a bucket's optimizer shard [0, n) into the host's
+// [0, h) ("<bucket>.host.<state>") and the device's [h, n) ("<bucket>.<state>"): where this
+// buffer's elements begin in the shard, and the shard's size.
+struct ShardPart {
+  std::string bucket;
+  int64_t begin = 0, shard = 0;
+};
+ShardPart shard_part(const StepGraph& g, const std::map<std::string, BufferId>& by_name, const std::string& prefix,
+                     const std::string& suffix, int64_t elements) {
+  static const std::string kHost = ".host";
+  const bool host = prefix.size() > kHost.size() && prefix.compare(prefix.size() - kHost.size(), kHost.size(), kHost) == 0;
+  ShardPart part;
+  part.bucket = host ? prefix.substr(0, prefix.size() - kHost.size()) : prefix;
+  // The other part of the same state.
+  auto other = by_name.find(host ? part.bucket + "." + suffix : part.bucket + kHost + "." + suffix);
+  const int64_t rest = other == by_name.end() ? 0 : g.buffers[other->second].elements;
+  part.begin = host ? 0 : rest;
+  part.shard = elements + rest;
+  return part;
+}
+}  // namespace
+
 int64_t view_shift(const StepIR& ir, const StepGraph& g, const Op& op, const TensorRef& t, bool is_read,
                    int64_t rank) {
   if (const P2PAttrs* p = op.p2p(); p && p->slices > 1 && is_read && op.kind == OpKind::send)
@@ -136,10 +160,16 @@ int64_t view_shift(const StepIR& ir, const StepGraph& g, const Op& op, const Ten
   if (!shard_convention(op)) return 0;
   const int64_t dp_size = ir.layout.group_size(GroupKind::dp);
   const Buffer& b = g.buffer(t.buffer);
-  if (dp_size <= 1 || !b.resident || (b.category != MemCategory::weights && b.category != MemCategory::grads))
+  if (dp_size <= 1 || !b.resident || b.host || (b.category != MemCategory::weights && b.category != MemCategory::grads))
     return 0;
-  if (t.offset != 0 || t.numel() * dp_size != b.elements) return 0;
-  return ir.layout.index_in_group(GroupKind::dp, rank) * t.numel();
+  // ZeRO-2 gradients and ZeRO-3 weights are stored as each rank's own shard: no shift.
+  const int64_t zero = ir.scenario.parallel.zero_stage;
+  if ((b.category == MemCategory::grads && zero >= 2) || (b.category == MemCategory::weights && zero >= 3)) return 0;
+  // A view inside the first of dp equal shards is rank 0's part of its own shard (offload splits
+  // a shard into a host and a device range); any other view is the whole buffer's.
+  const int64_t shard = b.elements / dp_size;
+  if (b.elements % dp_size != 0 || t.offset + t.numel() > shard) return 0;
+  return ir.layout.index_in_group(GroupKind::dp, rank) * shard;
 }
 
 std::vector<CommKey> job_comms(const StepIR& ir) {
@@ -228,6 +258,16 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
     if (buf.resident) {
       switch (buf.category) {
         case MemCategory::weights:
+          if (buf.host && suffix == "params") {  // offload's staging: the host step writes it
+            bp.fill = Fill::zero;
+            if (buf.dtype == DType::f32 && !is_mixed(s.training.precision)) {  // fp32: stepped in place
+              const ShardPart part = shard_part(g, by_name, prefix, suffix, buf.elements);
+              const BufferId w = by_name.at(part.bucket + ".weights");
+              const int64_t n = shard_opt && !shard_weights ? g.buffers[w].elements / p.dp_size : 0;
+              p.master_copies.push_back({b, w, p.dp_index * n});
+            }
+            break;
+          }
           bp.fill = Fill::weights;
           bp.key = seed_key({seed, hash_string("weights"), static_cast<uint64_t>(g.stage),
                              static_cast<uint64_t>(p.coord.tp), hash_string(prefix)});
@@ -236,15 +276,19 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
         case MemCategory::grads: bp.fill = Fill::zero; break;
         case MemCategory::optimizer:
           if (suffix == "master") {
-            auto it = by_name.find(prefix + ".weights");
+            const ShardPart part = shard_part(g, by_name, prefix, suffix, buf.elements);
+            auto it = by_name.find(part.bucket + ".weights");
             if (it == by_name.end()) throw InternalError("plan_rank: no weights for '" + name + "'");
-            const int64_t off = shard_opt && !shard_weights ? p.dp_index * buf.elements : 0;
+            const int64_t off = (shard_opt && !shard_weights ? p.dp_index * part.shard : 0) + part.begin;
             p.master_copies.push_back({b, it->second, off});
           } else {
+            // Keyed by the bucket's state and its global position: an offloaded part starts as
+            // the same part of the device's state would.
+            const ShardPart part = shard_part(g, by_name, prefix, suffix, buf.elements);
             bp.fill = suffix == "exp_avg_sq" ? Fill::moment2 : Fill::moment1;
             bp.key = seed_key({seed, hash_string("optimizer"), static_cast<uint64_t>(g.stage),
-                               static_cast<uint64_t>(p.coord.tp), hash_string(name)});
-            bp.global_offset = shard_opt ? p.dp_index * buf.elements : 0;
+                               static_cast<uint64_t>(p.coord.tp), hash_string(part.bucket + "." + suffix)});
+            bp.global_offset = (shard_opt ? p.dp_index * part.shard : 0) + part.begin;
           }
           break;
         default: bp.fill = Fill::zero; break;

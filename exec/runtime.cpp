@@ -110,7 +110,10 @@ Runtime::~Runtime() {
     return;
   }
   for (BufferId b = 0; b < ptr_.size(); ++b)
-    if (void* p = ptr_[b].load()) backend_.deallocate(p, g_.buffers[b].bytes());
+    if (void* p = ptr_[b].load()) {
+      if (g_.buffers[b].host) backend_.deallocate_host(p, g_.buffers[b].bytes());
+      else backend_.deallocate(p, g_.buffers[b].bytes());
+    }
 }
 
 void Runtime::initialize() {
@@ -118,10 +121,10 @@ void Runtime::initialize() {
   for (BufferId b = 0; b < g_.buffers.size(); ++b) {
     const Buffer& buf = g_.buffers[b];
     if (!buf.resident) continue;
-    void* p = backend_.allocate(buf.bytes());
+    void* p = buf.host ? backend_.allocate_host(buf.bytes()) : backend_.allocate(buf.bytes());
     ptr_[b].store(p);
     backend_.fill(p, buf, plan_.buffers[b]);
-    mem_.resident[static_cast<size_t>(buf.category)] += static_cast<double>(buf.bytes());
+    if (!buf.host) mem_.resident[static_cast<size_t>(buf.category)] += static_cast<double>(buf.bytes());
   }
   // Parameters: every element as the element of the unsharded model it is (exec/fill.hpp), so
   // every layout starts from the same model; norm gains near 1. A ZeRO-3 bucket holds the shard

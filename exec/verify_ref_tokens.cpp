@@ -1,6 +1,6 @@
 // paralab exec — `--verify` references for the token-level ops and the optimizer's
 // (verify_refs.hpp): RoPE, the vocab-parallel embedding and cross-entropy stages, gradient
-// accumulation without fusion, the gradient norm and the optimizer step; on the host in double
+// accumulation without fusion, the gradient norm, the optimizer step and offload's copies; on the host in double
 // precision.
 #include <algorithm>
 #include <cmath>
@@ -128,6 +128,12 @@ void grad_norm_ref(const OpCall&, RefCase& rc) {
   check(0, 0, sum);
 }
 
+// Offload's host <-> device copy: the destination is the source.
+void copy_ref(const OpCall&, RefCase& rc) {
+  const auto& [op, G, R, W0, W] = rc.view();
+  for (size_t e = 0; e < W[0].size(); ++e) rc.check(0, static_cast<int64_t>(e), R[0][e]);
+}
+
 // Adam(W) or SGD on fp32 and mixed precision with clipping (fp16 steps: finiteness only).
 void optimizer_ref(const OpCall& call, RefCase& rc) {
   const auto& [op, G, R, W0, W] = rc.view();
@@ -171,6 +177,7 @@ void add_token_refs(RefTable& t) {
   t.add({OpKind::cast}, grad_accumulate_ref);  // OpChecker samples only grad_accumulate among casts
   t.add({OpKind::grad_norm}, grad_norm_ref);
   t.add({OpKind::optimizer_step}, optimizer_ref);
+  t.add({OpKind::copy}, copy_ref);
 }
 
 }  // namespace paralab::exec::verify_detail

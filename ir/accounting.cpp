@@ -29,7 +29,8 @@ double MemoryBreakdown::resident_total() const {
 MemoryBreakdown replay_memory(const StepGraph& g) {
   MemoryBreakdown mb;
   for (const Buffer& b : g.buffers)
-    if (b.resident) mb.resident[static_cast<size_t>(b.category)] += static_cast<double>(b.bytes());
+    if (b.host) mb.host_resident += static_cast<double>(b.bytes());
+    else if (b.resident) mb.resident[static_cast<size_t>(b.category)] += static_cast<double>(b.bytes());
   std::array<double, kMemCategories> live{};
   auto transient = [&] { return live[static_cast<size_t>(MemCategory::activations)] + live[static_cast<size_t>(MemCategory::buffers)] +
                                 live[static_cast<size_t>(MemCategory::grads)] + live[static_cast<size_t>(MemCategory::weights)]; };
@@ -81,6 +82,11 @@ StepSummary summarize(const StepIR& ir) {
     out.stages.push_back(st);
   }
   out.fits_in_memory = out.peak_memory_bytes <= out.memory_capacity_bytes;
+  double host_per_rank = 0;
+  for (const StageSummary& st : out.stages) host_per_rank = std::max(host_per_rank, st.memory.host_resident);
+  out.host_memory_bytes_per_node = host_per_rank * static_cast<double>(ir.layout.devices_per_node());
+  out.host_memory_capacity_bytes = s.topology.host.memory_gib * 1024.0 * 1024.0 * 1024.0;
+  out.fits_in_host_memory = host_per_rank == 0 || out.host_memory_bytes_per_node <= out.host_memory_capacity_bytes;
   return out;
 }
 

@@ -24,7 +24,8 @@ struct MemoryBreakdown {
   double peak_transient = 0;                      // max over the step of activations + buffers
   double peak_activations = 0;                    // max over the step of activations alone
   OpId peak_op = 0;                               // the op during which the peak occurs
-  [[nodiscard]] double resident_total() const;
+  double host_resident = 0;                       // bytes in the host's pinned memory (offload)
+  [[nodiscard]] double resident_total() const;    // device only
   [[nodiscard]] double peak_total() const { return resident_total() + peak_transient; }
 };
 
@@ -52,6 +53,11 @@ struct StepSummary {
   double peak_memory_bytes = 0;        // max over ranks
   double memory_capacity_bytes = 0;
   bool fits_in_memory = true;
+  // Offload: pinned host memory of one node's ranks (the largest stage's per rank x the node's
+  // devices) against the topology's host.memory_gib.
+  double host_memory_bytes_per_node = 0;
+  double host_memory_capacity_bytes = 0;
+  bool fits_in_host_memory = true;
   std::vector<StageSummary> stages;
 };
 

@@ -33,6 +33,7 @@ PARALAB_NAMES(Schedule, {"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one
               {"interleaved", Schedule::interleaved}, {"zb-h1", Schedule::zb_h1}, {"zb-h2", Schedule::zb_h2})
 PARALAB_NAMES(CollectiveAlgo, {"auto", CollectiveAlgo::automatic}, {"ring", CollectiveAlgo::ring},
               {"tree", CollectiveAlgo::tree}, {"hierarchical", CollectiveAlgo::hierarchical})
+PARALAB_NAMES(OffloadParam, {"none", OffloadParam::none}, {"cpu", OffloadParam::cpu})
 PARALAB_NAMES(SeqLengthDistribution, {"none", SeqLengthDistribution::none},
               {"exponential", SeqLengthDistribution::exponential}, {"uniform", SeqLengthDistribution::uniform})
 PARALAB_NAMES(DeviceKind, {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu})
@@ -54,7 +55,7 @@ PARALAB_NAMES(OpKind, {"gemm", OpKind::gemm}, {"attention_fwd", OpKind::attentio
               {"xent_sum", OpKind::xent_sum}, {"xent_loss", OpKind::xent_loss},
               {"xent_bwd", OpKind::xent_bwd}, {"cast", OpKind::cast},
               {"grad_norm", OpKind::grad_norm}, {"overflow_check", OpKind::overflow_check},
-              {"scaler_update", OpKind::scaler_update}, {"optimizer_step", OpKind::optimizer_step},
+              {"scaler_update", OpKind::scaler_update}, {"optimizer_step", OpKind::optimizer_step}, {"copy", OpKind::copy},
               {"collective", OpKind::collective}, {"send", OpKind::send}, {"recv", OpKind::recv},
               {"sendrecv", OpKind::sendrecv})
 PARALAB_NAMES(GroupKind, {"tp", GroupKind::tp}, {"cp", GroupKind::cp}, {"dp", GroupKind::dp},
@@ -87,6 +88,7 @@ std::string_view to_string(Recompute v) { return enum_to_string(v); }
 std::string_view to_string(AttentionImpl v) { return enum_to_string(v); }
 std::string_view to_string(Schedule v) { return enum_to_string(v); }
 std::string_view to_string(CollectiveAlgo v) { return enum_to_string(v); }
+std::string_view to_string(OffloadParam v) { return enum_to_string(v); }
 std::string_view to_string(SeqLengthDistribution v) { return enum_to_string(v); }
 std::string_view to_string(DeviceKind v) { return enum_to_string(v); }
 std::string_view to_string(IntraFabric v) { return enum_to_string(v); }

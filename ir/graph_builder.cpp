@@ -21,6 +21,13 @@ BufferId GraphBuilder::buffer(std::string name, int64_t elements, DType dtype, M
   return id;
 }
 
+BufferId GraphBuilder::host_buffer(std::string name, int64_t elements, DType dtype, MemCategory category,
+                                   int64_t params) {
+  const BufferId id = buffer(std::move(name), elements, dtype, category, true, params);
+  g_.buffers[id].host = true;
+  return id;
+}
+
 TensorRef GraphBuilder::view(BufferId b, std::initializer_list<int64_t> shape, int64_t offset) const {
   TensorRef t;
   t.buffer = b;

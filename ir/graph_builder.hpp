@@ -38,6 +38,8 @@ class GraphBuilder {
 
   BufferId buffer(std::string name, int64_t elements, DType dtype, MemCategory category,
                   bool resident = false, int64_t params = 0);
+  // A resident buffer in the host's pinned memory (optimizer offload, docs/offload.md).
+  BufferId host_buffer(std::string name, int64_t elements, DType dtype, MemCategory category, int64_t params = 0);
   [[nodiscard]] TensorRef view(BufferId b, std::initializer_list<int64_t> shape, int64_t offset = 0) const;
   [[nodiscard]] TensorRef whole(BufferId b) const;
   [[nodiscard]] const Buffer& buf(BufferId b) const { return g_.buffers[b]; }

@@ -119,7 +119,8 @@ void graph(Writer& w, const StepIR& ir, const StepGraph& g, std::optional<int64_
     if (i) w.raw() << ',';
     w.raw() << '{';
     w.kv("id", i), w.kv("name", b.name), w.kv("elements", b.elements), w.kv("dtype", enum_to_string(b.dtype));
-    w.kv("bytes", b.bytes()), w.kv("category", to_string(b.category)), w.kv("resident", b.resident, false);
+    w.kv("bytes", b.bytes()), w.kv("category", to_string(b.category)), w.kv("resident", b.resident, b.host);
+    if (b.host) w.kv("host", true, false);
     w.raw() << '}';
   }
   w.raw() << "],";

@@ -28,7 +28,8 @@ enum class OpKind : uint8_t {
   grad_norm,       // local sum of squares for gradient clipping
   overflow_check,  // fp16 loss scaling: inf/NaN over gradients
   scaler_update,   // fp16 loss scaling state machine
-  optimizer_step,  // Adam(W) or SGD on this rank's parameter shard
+  optimizer_step,  // Adam(W) or SGD on this rank's parameter shard (on the device or the host)
+  copy,            // host <-> device copy on a copy engine (Stream::d2h / h2d): optimizer offload
   // communication
   collective,
   send,

@@ -25,6 +25,8 @@ ParamStore::ParamStore(GraphBuilder& b, const Scenario& s, const ModelShape& m,
   shard_opt_ = zero >= 1 && dp_size_ > 1;
   shard_grads_ = zero >= 2 && dp_size_ > 1;
   shard_weights_ = zero >= 3 && dp_size_ > 1;
+  offload_opt_ = s.training.optimizer_cpu_offload;
+  offload_params_ = shard_weights_ && s.parallel.offload_param == OffloadParam::cpu;
   // Megatron's --accumulate-allreduce-grads-in-fp32: fp32 gradient buffers under mixed precision.
   grad_dtype_ = s.training.accumulate_allreduce_grads_in_fp32 ? DType::f32 : m.act;
   layer_units_.assign(static_cast<size_t>(m.layers), -1);
@@ -126,18 +128,13 @@ void ParamStore::create_buffers() {
     for (int si : bk.slots) params += slots_[static_cast<size_t>(si)].spec.elements();
     local_params_ += params;
     const int64_t w_elems = shard_weights_ ? bk.shard : bk.elements;
-    bk.weights = b_.buffer(name + ".weights", w_elems, m_.act, MemCategory::weights, true,
-                           shard_weights_ ? params / dp_size_ : params);
+    const int64_t w_params = shard_weights_ ? params / dp_size_ : params;
+    // ZeRO-3 with offload_param: the weight shard lives on the host, staged in per gather.
+    bk.weights = offload_params_ ? b_.host_buffer(name + ".weights", w_elems, m_.act, MemCategory::weights, w_params)
+                                 : b_.buffer(name + ".weights", w_elems, m_.act, MemCategory::weights, true, w_params);
     bk.grads = b_.buffer(name + ".grads", shard_grads_ ? bk.shard : bk.elements, grad_dtype_,
                          MemCategory::grads, true);
-    // Optimizer state (ZeRO's K*Psi): fp32 master copy when mixed precision, Adam's two
-    // moments or SGD's momentum, all fp32, sharded from ZeRO-1 on.
-    const int64_t o_elems = shard_opt_ ? bk.shard : bk.elements;
-    bk.has_master = mixed;
-    if (mixed) bk.master = b_.buffer(name + ".master", o_elems, DType::f32, MemCategory::optimizer, true);
-    bk.state1 = b_.buffer(name + (adam ? ".exp_avg" : ".momentum"), o_elems, DType::f32, MemCategory::optimizer, true);
-    bk.has_state2 = adam;
-    if (adam) bk.state2 = b_.buffer(name + ".exp_avg_sq", o_elems, DType::f32, MemCategory::optimizer, true);
+    create_optimizer_buffers(bk, name, shard_opt_ ? bk.shard : bk.elements, mixed, adam);
   }
 }
 
@@ -236,10 +233,18 @@ void ParamStore::gather(int unit, OpId after) {
     if (bk.gathered_live) continue;
     bk.gathered = b_.buffer(b_.buf(bk.weights).name + ".gathered", bk.elements, m_.act, MemCategory::buffers);
     bk.gathered_live = true;
+    TensorRef shard = b_.whole(bk.weights);
+    BufferId staged = 0;
+    if (offload_params_) {  // host shard -> device, then gathered (ZeRO-Infinity's parameter path)
+      staged = b_.buffer(b_.buf(bk.weights).name + ".staged", bk.shard, m_.act, MemCategory::buffers);
+      const OpId c = copy("param_h2d", Stream::h2d, shard, b_.whole(staged));
+      if (after != kNoOp && after < c) b_.depend(c, after);
+      shard = b_.whole(staged);
+    }
     const OpId id = collective("param_all_gather", CollKind::all_gather, GroupKind::dp, ReduceOp::sum,
-                               {b_.whole(bk.weights)}, {b_.whole(bk.gathered)},
-                               bk.elements * bytes_of(m_.act), 0);
+                               {shard}, {b_.whole(bk.gathered)}, bk.elements * bytes_of(m_.act), 0);
     if (after != kNoOp && after < id) b_.depend(id, after);
+    if (offload_params_) b_.release(staged);
   }
 }
 
@@ -345,31 +350,8 @@ void ParamStore::end_step() {
   if (fp16) found_inf = scalar_reduce("overflow_check", OpKind::overflow_check, "found_inf_all_reduce", ReduceOp::max, kTagFoundInf);
   if (clip) norm = scalar_reduce("grad_norm", OpKind::grad_norm, "grad_norm_all_reduce", ReduceOp::sum, kTagGradNorm);
 
-  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
-    const Bucket& bk = buckets_[bi];
-    OpSpec spec;
-    spec.kind = OpKind::optimizer_step;
-    spec.name = s_.training.optimizer == Optimizer::adam ? "adam" : "sgd";
-    const TensorRef g = grad_target(bk);
-    const TensorRef w = weight_target(bk);
-    spec.reads = {g};
-    spec.writes = {w};
-    if (bk.has_master) {
-      spec.reads.push_back(b_.whole(bk.master));
-      spec.writes.push_back(b_.whole(bk.master));
-    }
-    spec.reads.push_back(b_.whole(bk.state1));
-    spec.writes.push_back(b_.whole(bk.state1));
-    if (bk.has_state2) {
-      spec.reads.push_back(b_.whole(bk.state2));
-      spec.writes.push_back(b_.whole(bk.state2));
-    }
-    if (fp16) spec.reads.push_back(b_.whole(found_inf));
-    if (clip) spec.reads.push_back(b_.whole(norm));
-    spec.attrs = KernelAttrs{g.numel(), 1, 0, 0, 1, 0};
-    spec.flops = 12.0 * static_cast<double>(g.numel());  // AdamW: ~12 FLOP per parameter
-    b_.add(std::move(spec));
-  }
+  emit_optimizer(fp16 ? std::optional<BufferId>(found_inf) : std::nullopt,
+                 clip ? std::optional<BufferId>(norm) : std::nullopt);
   if (fp16) {
     OpSpec spec;
     spec.kind = OpKind::scaler_update;

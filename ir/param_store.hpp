@@ -7,6 +7,8 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/graph_builder.hpp"
@@ -70,6 +72,10 @@ class ParamStore {
     int remaining = 0;
     int64_t cycles = 0;      // completed rounds of every slot's gradient (one per micro-batch)
     bool reduced = false;    // ZeRO-0/1: reduction emitted
+    // Optimizer offload (param_offload.cpp): the first host_n elements of this rank's shard are
+    // stepped on the host from these pinned buffers; the rest on the device as before.
+    int64_t host_n = 0;
+    BufferId h_grad = 0, h_param = 0, h_master = 0, h_state1 = 0, h_state2 = 0;
   };
 
   void layout_buckets();
@@ -79,6 +85,13 @@ class ParamStore {
   TensorRef weight_target(const Bucket& bk) const;
   void all_gather_weights(int bucket);
   void emit_tied_embedding_reduce();
+  // param_offload.cpp: the optimizer step of every bucket, on the device and, offloaded, on the
+  // host with its copies; `found_inf` / `norm` are the device scalars (fp16, clipping).
+  void create_optimizer_buffers(Bucket& bk, const std::string& name, int64_t n, bool mixed, bool adam);
+  void emit_optimizer(std::optional<BufferId> found_inf, std::optional<BufferId> norm);
+  OpSpec step_spec(TensorRef g, TensorRef w, std::optional<BufferId> master, BufferId s1, std::optional<BufferId> s2,
+                   std::vector<std::optional<BufferId>> flags) const;
+  OpId copy(const char* name, Stream s, TensorRef from, TensorRef to);
   void emit_replicated_grad_reduce();
   OpId collective(const char* name, CollKind kind, GroupKind group, ReduceOp op,
                   std::vector<TensorRef> reads, std::vector<TensorRef> writes, int64_t bytes,
@@ -90,6 +103,7 @@ class ParamStore {
   int64_t microbatches_;
   int64_t dp_size_;  // gradient-reduction group size (dp * cp)
   bool shard_opt_ = false, shard_grads_ = false, shard_weights_ = false;
+  bool offload_opt_ = false, offload_params_ = false;  // docs/offload.md
   DType grad_dtype_ = DType::bf16;
   std::vector<Unit> units_;
   std::vector<Slot> slots_;

@@ -24,6 +24,7 @@ enum class Recompute : uint8_t { none, selective, full };
 enum class AttentionImpl : uint8_t { flash, unfused };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2 };
 enum class CollectiveAlgo : uint8_t { automatic, ring, tree, hierarchical };
+enum class OffloadParam : uint8_t { none, cpu };
 
 // [model]: a decoder-only transformer (GPT or Llama family).
 struct ModelConfig {
@@ -82,6 +83,16 @@ struct TrainingConfig {
   // the data-parallel reduction) are fp32 instead of the parameters' dtype. Megatron turns it on
   // for bf16 by itself; here it is explicit (default off: gradients in the parameters' dtype).
   bool accumulate_allreduce_grads_in_fp32 = false;
+  // Megatron-LM's --optimizer-cpu-offload (HybridDeviceOptimizer; docs/offload.md): this
+  // fraction of each rank's optimizer shard (fp32 master and moments) lives in host memory and
+  // is stepped by the host's cores; its gradients are copied device-to-host and its updated
+  // parameters host-to-device. Needs the distributed optimizer (zero_stage >= 1).
+  bool optimizer_cpu_offload = false;
+  double optimizer_offload_fraction = 1.0;
+  // --overlap-cpu-optimizer-d2h-h2d: each bucket's copies and host step start as soon as its
+  // gradients are ready, pipelined; off, all gradients are copied, then all stepped, then all
+  // parameters copied back.
+  bool overlap_cpu_optimizer_d2h_h2d = false;
 };
 
 // [parallel]: the layout. tensor*pipeline*context*data == cluster GPUs.
@@ -94,6 +105,9 @@ struct ParallelConfig {
   int64_t virtual_pipeline_stages = 1;
   Schedule schedule = Schedule::one_f_one_b;
   int64_t zero_stage = 0;
+  // DeepSpeed's offload_param (ZeRO-3 only): parameter shards live in host memory and are
+  // copied to the device before each all-gather (Rajbhandari et al. 2021, ZeRO-Infinity).
+  OffloadParam offload_param = OffloadParam::none;
   // Gradient bucket size; 0 (the default) = Megatron-LM's rule, max(40M, 1M x data) parameters
   // (megatron/core/distributed: bucket_size), rather than PyTorch DDP's 25 MB.
   double dp_bucket_mb = 0.0;
@@ -198,5 +212,6 @@ std::string_view to_string(Recompute v);
 std::string_view to_string(AttentionImpl v);
 std::string_view to_string(Schedule v);
 std::string_view to_string(CollectiveAlgo v);
+std::string_view to_string(OffloadParam v);
 
 }  // namespace paralab

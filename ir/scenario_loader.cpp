@@ -61,7 +61,10 @@ const Schema<Scenario>& scenario_schema() {
         .integer("training.loss_scale_window", AT(training.loss_scale_window), 1, int64_t{1} << 30)
         .integer("training.seed", AT(training.seed), 0, int64_t{1} << 62)
         .boolean("training.gradient_accumulation_fusion", AT(training.gradient_accumulation_fusion))
-        .boolean("training.accumulate_allreduce_grads_in_fp32", AT(training.accumulate_allreduce_grads_in_fp32));
+        .boolean("training.accumulate_allreduce_grads_in_fp32", AT(training.accumulate_allreduce_grads_in_fp32))
+        .boolean("training.optimizer_cpu_offload", AT(training.optimizer_cpu_offload))
+        .real("training.optimizer_offload_fraction", AT(training.optimizer_offload_fraction), 0, 1)
+        .boolean("training.overlap_cpu_optimizer_d2h_h2d", AT(training.overlap_cpu_optimizer_d2h_h2d));
     x.integer("parallel.tensor", AT(parallel.tensor), 1, 65536)
         .integer("parallel.pipeline", AT(parallel.pipeline), 1, 65536)
         .integer("parallel.context", AT(parallel.context), 1, 65536)
@@ -70,6 +73,7 @@ const Schema<Scenario>& scenario_schema() {
         .integer("parallel.virtual_pipeline_stages", AT(parallel.virtual_pipeline_stages), 1, 1024)
         .choice<Schedule>("parallel.schedule", AT(parallel.schedule))
         .integer("parallel.zero_stage", AT(parallel.zero_stage), 0, 3)
+        .choice<OffloadParam>("parallel.offload_param", AT(parallel.offload_param))
         .real("parallel.dp_bucket_mb", AT(parallel.dp_bucket_mb), 0, 1e6, true)
         .boolean("parallel.overlap_grad_reduce", AT(parallel.overlap_grad_reduce))
         .boolean("parallel.overlap_param_gather", AT(parallel.overlap_param_gather))

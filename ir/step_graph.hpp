@@ -23,7 +23,10 @@ constexpr OpId kNoOp = UINT32_MAX;
 // Streams with CUDA semantics: ops on one stream run in order; cross-stream order comes only
 // from explicit dependencies. Tensor-parallel collectives have their own stream so Megatron's
 // overlap of the input-gradient all-reduce with the weight-gradient GEMM can be expressed.
-enum class Stream : uint8_t { compute, tp_comm, cp_comm, dp_comm, pp_send, pp_recv, kCount };
+// Optimizer offload (docs/offload.md): d2h and h2d are the device's two copy engines (one per
+// direction, as CUDA drives them), host is the optimizer's threads on the host's cores.
+enum class Stream : uint8_t { compute, tp_comm, cp_comm, dp_comm, pp_send, pp_recv, d2h, h2d, host, kCount };
+constexpr bool off_device(Stream s) { return s == Stream::d2h || s == Stream::h2d || s == Stream::host; }
 constexpr int kStreams = static_cast<int>(Stream::kCount);
 std::string_view to_string(Stream s);
 
@@ -46,6 +49,7 @@ struct Buffer {
   // after it ends (steady state); the others are allocated by one op and freed after another.
   bool resident = false;
   int64_t params = 0;  // model parameters this buffer holds (weights only), for counting
+  bool host = false;   // in the host's (pinned) memory, not the device's: optimizer offload
 
   [[nodiscard]] int64_t bytes() const { return elements * bytes_of(dtype); }
 };

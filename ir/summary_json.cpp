@@ -19,6 +19,7 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
   j["peak_buffers_gib"] = (m.peak_transient - m.at_peak[static_cast<size_t>(MemCategory::activations)]) / kGiB;
   j["max_activations_gib"] = m.peak_activations / kGiB;
   j["peak_total_gib"] = m.peak_total() / kGiB;
+  if (m.host_resident > 0) j["host_gib"] = m.host_resident / kGiB;
   return j;
 }
 }  // namespace
@@ -53,6 +54,11 @@ nlohmann::json to_json(const StepSummary& s, const StepIR& ir) {
   j["peak_memory_gib"] = s.peak_memory_bytes / kGiB;
   j["memory_capacity_gib"] = s.memory_capacity_bytes / kGiB;
   j["fits_in_memory"] = s.fits_in_memory;
+  if (s.host_memory_bytes_per_node > 0) {  // optimizer / parameter offload
+    j["host_memory_per_node_gib"] = s.host_memory_bytes_per_node / kGiB;
+    j["host_memory_capacity_gib"] = s.host_memory_capacity_bytes / kGiB;
+    j["fits_in_host_memory"] = s.fits_in_host_memory;
+  }
   nlohmann::json comm = nlohmann::json::object();
   for (int c = 0; c < kCommClasses; ++c) {
     double mx = 0;

@@ -80,6 +80,19 @@ struct NodeSpec {
   int64_t cores = 0;
 };
 
+// A GPU node's host side, for optimizer and parameter offload (docs/offload.md): the CPUs'
+// memory and cores every GPU of the node shares, and each GPU's PCIe (or chip-to-chip) link to
+// them. Described when memory, bandwidth, cores and link are all > 0; else offload is refused.
+struct HostSpec {
+  double memory_gib = 0;       // host DRAM per node
+  double mem_bw_gbps = 0;      // peak DRAM bandwidth per node, all sockets
+  double mem_efficiency = 0.7; // fraction of it a multithreaded streaming kernel reaches (STREAM)
+  int64_t cores = 0;           // physical cores per node
+  double core_gflops = 0;      // fp32 FLOP/s per core (vector units), in GFLOP/s
+  LinkSpec link;               // one GPU <-> host memory, per direction (pinned copies)
+  [[nodiscard]] bool described() const { return memory_gib > 0 && mem_bw_gbps > 0 && cores > 0 && link.bw_gbps > 0; }
+};
+
 struct NetworkSpec {
   NetworkKind kind = NetworkKind::none;
   int64_t levels = 2;            // switch tiers of the fat tree (1..3)
@@ -119,6 +132,7 @@ struct Topology {
   std::filesystem::path file;
   DeviceSpec device;
   NodeSpec node;
+  HostSpec host;
   NetworkSpec network;
   CollectiveSpec collectives;
   Calibration calibration;  // empty unless `paralab calibrate` wrote the file

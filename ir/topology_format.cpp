@@ -53,6 +53,16 @@ const FieldTable<Topology>& topology_fields() {
     x.real("node.nic_bw_gbps", AT(node.nic.bw_gbps), 0, 1e6, "GB/s", "per NIC and direction");
     x.real("node.nic_lat_us", AT(node.nic.lat_us), 0, 1e6, "us", "NIC to leaf switch");
     x.real("node.nic_efficiency", AT(node.nic.efficiency), 0, 1, "", "fraction of NIC bandwidth collectives reach", true);
+    x.real("host.memory_gib", AT(host.memory_gib), 0, 1e9, "GiB", "host DRAM per node (0: not described)").omit_default();
+    x.real("host.mem_bw_gbps", AT(host.mem_bw_gbps), 0, 1e6, "GB/s", "host DRAM bandwidth per node").omit_default();
+    x.real("host.mem_efficiency", AT(host.mem_efficiency), 0, 1, "", "fraction of host bandwidth a streaming kernel reaches", true)
+        .omit_default();
+    x.integer("host.cores", AT(host.cores), 0, 1000000, "", "host cores per node").omit_default();
+    x.real("host.core_gflops", AT(host.core_gflops), 0, 1e6, "GFLOP/s", "fp32 per host core").omit_default();
+    x.real("host.link_bw_gbps", AT(host.link.bw_gbps), 0, 1e6, "GB/s", "one GPU to host memory, per direction").omit_default();
+    x.real("host.link_lat_us", AT(host.link.lat_us), 0, 1e6, "us", "per copy").omit_default();
+    x.real("host.link_efficiency", AT(host.link.efficiency), 0, 1, "", "fraction of link bandwidth a pinned copy reaches", true)
+        .omit_default();
     x.choice<NetworkKind>("network.kind", AT(network.kind), "none | fat_tree | rail_optimized");
     x.integer("network.levels", AT(network.levels), 1, 3, "", "switch tiers");
     x.integer("network.radix", AT(network.radix), 2, 4096, "", "ports per switch");

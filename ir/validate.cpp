@@ -211,9 +211,47 @@ static void validate_world_and_batch(const Scenario& s) {
     throw ConfigError(s.provenance.at(why.key), why.key, why.value, why.problem, why.allowed);
 }
 
+// Optimizer and parameter offload (docs/offload.md): Megatron-LM's and DeepSpeed's preconditions,
+// and a topology that describes the host side.
+static void validate_offload(const Scenario& s) {
+  const TrainingConfig& t = s.training;
+  const ParallelConfig& p = s.parallel;
+  const bool params = p.offload_param == OffloadParam::cpu;
+  if (!t.optimizer_cpu_offload && !params) return;
+  auto fail = [&](const std::string& key, const std::string& value, const std::string& problem,
+                  const std::string& allowed) { throw ConfigError(s.provenance.at(key), key, value, problem, allowed); };
+  if (t.optimizer_cpu_offload && p.zero_stage < 1)
+    fail("training.optimizer_cpu_offload", "true",
+         "needs the distributed optimizer (Megatron-LM's --optimizer-cpu-offload requires "
+         "--use-distributed-optimizer), but parallel.zero_stage = 0",
+         "parallel.zero_stage >= 1, or optimizer_cpu_offload = false");
+  if (params && p.zero_stage < 3)
+    fail("parallel.offload_param", "\"cpu\"",
+         "parameters are offloaded only at ZeRO stage 3 (DeepSpeed's offload_param), but zero_stage = " +
+             std::to_string(p.zero_stage),
+         "\"none\", or parallel.zero_stage = 3");
+  if (params && p.data * p.context < 2)
+    fail("parallel.offload_param", "\"cpu\"",
+         "ZeRO-3 shards parameters over the data-parallel group, and data x context = 1 here",
+         "\"none\" (optimizer_cpu_offload alone), or data x context >= 2");
+  if (params && (!t.optimizer_cpu_offload || t.optimizer_offload_fraction < 1.0))
+    fail("parallel.offload_param", "\"cpu\"",
+         "the updated parameters are written where they live, so the whole optimizer must be on the host",
+         "training.optimizer_cpu_offload = true with optimizer_offload_fraction = 1, or \"none\"");
+  const Topology& topo = s.topology;
+  if (topo.device.kind != DeviceKind::gpu || !topo.host.described())
+    fail(t.optimizer_cpu_offload ? "training.optimizer_cpu_offload" : "parallel.offload_param",
+         t.optimizer_cpu_offload ? "true" : "\"cpu\"",
+         "topology '" + topo.name + "' (" + topo.file.string() + ") " +
+             (topo.device.kind != DeviceKind::gpu ? "is a CPU host: there is no device memory to offload from"
+                                                  : "has no complete [host] section (host.memory_gib, mem_bw_gbps, cores and link_bw_gbps, all > 0)"),
+         "a GPU topology with a [host] section, or no offload");
+}
+
 void validate_scenario(const Scenario& s) {
   validate_model_and_splits(s);
   validate_world_and_batch(s);
+  validate_offload(s);
 }
 
 }  // namespace paralab

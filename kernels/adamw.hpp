@@ -47,5 +47,8 @@ void adamw_check(const AdamWArgs& a);
 
 void adamw_step_cpu(const AdamWArgs& a);
 void adamw_step_cuda(const AdamWArgs& a, cudaStream_t stream);
+// Optimizer offload's host step (adamw_host.cpp): adamw_step_cpu on `threads` threads, the same
+// bits. Every pointer is host memory (pinned, under offload).
+void adamw_step_host(const AdamWArgs& a, int threads);
 
 }  // namespace paralab::kernels

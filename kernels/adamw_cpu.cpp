@@ -26,9 +26,10 @@ void adamw_check(const AdamWArgs& a) {
   detail::check_finite(kName, "grad_scale", a.grad_scale);
 }
 
-void adamw_step_cpu(const AdamWArgs& a) {
-  adamw_check(a);
-  if (a.found_inf && *a.found_inf != 0) return;  // overflow this step: skip the update
+namespace detail {
+// Elements [begin, end) of the step: every element is independent, so any split of [0, n)
+// gives the same bits (adamw_step_host's threads).
+void adamw_range(const AdamWArgs& a, int64_t begin, int64_t end) {
   const double bc1 = 1.0 - std::pow(double(a.beta1), double(a.step));
   const double bc2 = 1.0 - std::pow(double(a.beta2), double(a.step));
   const float step_size = float(double(a.lr) / bc1);
@@ -39,7 +40,7 @@ void adamw_step_cpu(const AdamWArgs& a) {
   cpu::dispatch_float(a.grad_dtype, kName, "grad_dtype", [&](auto gtag) {
     using G = decltype(gtag);
     const G* grad = cpu::as<G>(a.grad);
-    for (int64_t i = 0; i < a.n; ++i) {
+    for (int64_t i = begin; i < end; ++i) {
       const float g = to_f32(grad[i]) * mult;
       const float m = b1 * a.exp_avg[i] + c1 * g;
       const float v = b2 * a.exp_avg_sq[i] + c2 * g * g;
@@ -52,9 +53,16 @@ void adamw_step_cpu(const AdamWArgs& a) {
   if (a.param) {
     cpu::dispatch_float(a.param_dtype, kName, "param_dtype", [&](auto ptag) {
       using P = decltype(ptag);
-      cpu::store_row(a.master, a.n, cpu::as<P>(a.param));
+      cpu::store_row(a.master + begin, end - begin, cpu::as<P>(a.param) + begin);
     });
   }
+}
+}  // namespace detail
+
+void adamw_step_cpu(const AdamWArgs& a) {
+  adamw_check(a);
+  if (a.found_inf && *a.found_inf != 0) return;  // overflow this step: skip the update
+  detail::adamw_range(a, 0, a.n);
 }
 
 }  // namespace paralab::kernels

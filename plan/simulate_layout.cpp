@@ -132,6 +132,7 @@ PlannedLayout simulate_layout_untimed(const Scenario& base, const Candidate& c, 
   r.breakdown.compute_s = extend(a.breakdown.compute_s, b.breakdown.compute_s);
   r.breakdown.bubble_s = extend(a.breakdown.bubble_s, b.breakdown.bubble_s);
   r.breakdown.host_s = extend(a.breakdown.host_s, b.breakdown.host_s);
+  r.breakdown.offload_s = extend(a.breakdown.offload_s, b.breakdown.offload_s);
   for (int i = 0; i < kCommClasses; ++i)
     r.breakdown.exposed_comm_s[static_cast<size_t>(i)] =
         extend(a.breakdown.exposed_comm_s[static_cast<size_t>(i)], b.breakdown.exposed_comm_s[static_cast<size_t>(i)]);

@@ -50,6 +50,7 @@ nlohmann::json summary_json(const StepResult& r) {
                     {"exposed_comm_total_s", exposed_total},
                     {"bubble_s", r.breakdown.bubble_s},
                     {"host_s", r.breakdown.host_s}};
+  if (r.breakdown.offload_s > 0) j["breakdown"]["offload_s"] = r.breakdown.offload_s;
   j["events"] = r.events;
   j["sim_wall_s"] = r.wall_s;
   j["wall_s"] = r.wall_s;
@@ -89,6 +90,7 @@ StepResult result_from_json(const nlohmann::json& j) {
     r.breakdown.compute_s = b.value("compute_s", 0.0);
     r.breakdown.bubble_s = b.value("bubble_s", 0.0);
     r.breakdown.host_s = b.value("host_s", 0.0);
+    r.breakdown.offload_s = b.value("offload_s", 0.0);
     if (b.contains("exposed_comm_s"))
       for (int c = 0; c < kCommClasses; ++c)
         r.breakdown.exposed_comm_s[static_cast<size_t>(c)] =

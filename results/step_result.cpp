@@ -39,16 +39,17 @@ bool joins_pipeline_stages(GroupKind g) {
 
 // Sweep over the rank's timeline: at every instant the compute stream is busy (compute), or
 // idle while communication is in flight (exposed communication, attributed to the kind of the
-// earliest-started op in flight), or idle with nothing in flight: bubble while the rank waits
-// on another stage (a call joining stages posted and not begun: [posted_us, start_us)), or
-// outside its own span in a pipeline (fill and drain); else host. The four sum to the window
+// earliest-started op in flight), or idle with nothing in flight: offload while a copy or host
+// step runs; bubble while the rank waits on another stage (a call joining stages posted and not
+// begun: [posted_us, start_us)), or outside its own span in a pipeline (fill and drain); else
+// host. The five sum to the window
 // (the step, for finalize) or the rank's span, whichever is longer. O(n log n) in its ops.
 Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTiming>& ops, double window_start_us,
                          double window_end_us) {
   const StepGraph& g = ir.graph_for(rank);
   std::vector<std::pair<double, double>> compute;
   // At equal times: ends before starts, so touching intervals leave no idle instant between.
-  enum EdgeKind : int { comm_end, wait_end, compute_end, comm_start, wait_start, compute_start };
+  enum EdgeKind : int { comm_end, wait_end, compute_end, off_end, comm_start, wait_start, compute_start, off_start };
   struct Edge {
     double t;
     int kind;
@@ -66,6 +67,11 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
     const Op& op = g.op(t.op);
     if (op.stream == Stream::compute) {
       compute.emplace_back(t.start_us, t.end_us);
+      continue;
+    }
+    if (off_device(op.stream)) {  // a copy or host step: exposed offload while the device idles
+      edges.push_back({t.start_us, off_start, 0, 0});
+      edges.push_back({t.end_us, off_end, 0, 0});
       continue;
     }
     GroupKind gk = GroupKind::tp;
@@ -106,12 +112,13 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
   });
   std::set<std::pair<double, size_t>> active;  // (start, id) of comms in flight
   std::vector<std::pair<double, int>> start_cls(next_id);
-  int busy = 0, waiting = 0;
+  int busy = 0, waiting = 0, offloading = 0;
   double prev = first;
   for (const Edge& e : edges) {
     if (e.t > prev && busy == 0) {
       const double dt = (e.t - prev) * 1e-6;
       if (!active.empty()) b.exposed_comm_s[static_cast<size_t>(start_cls[active.begin()->second].second)] += dt;
+      else if (offloading > 0) b.offload_s += dt;
       else if (waiting > 0) b.bubble_s += dt;
       else b.host_s += dt;
     }
@@ -126,6 +133,8 @@ Breakdown rank_breakdown(const StepIR& ir, int64_t rank, const std::vector<OpTim
       case compute_start: ++busy; break;
       case wait_end: --waiting; break;
       case wait_start: ++waiting; break;
+      case off_end: --offloading; break;
+      case off_start: ++offloading; break;
     }
   }
   if (last > prev) b.host_s += (last - prev) * 1e-6;  // unreachable: the window's end is an edge when it extends
@@ -190,12 +199,14 @@ void finalize(StepResult& r, const StepIR& ir) {
     avg.compute_s += w * b.compute_s;
     avg.bubble_s += w * b.bubble_s;
     avg.host_s += w * b.host_s;
+    avg.offload_s += w * b.offload_s;
     for (int c = 0; c < kCommClasses; ++c) avg.exposed_comm_s[static_cast<size_t>(c)] += w * b.exposed_comm_s[static_cast<size_t>(c)];
   }
   if (n == 0) n = 1;
   avg.compute_s /= n;
   avg.bubble_s /= n;
   avg.host_s /= n;
+  avg.offload_s /= n;
   for (double& x : avg.exposed_comm_s) x /= n;
   r.breakdown = avg;
   r.bubble_fraction = r.step_time_s > 0 ? avg.bubble_s / r.step_time_s : 0;

@@ -37,6 +37,9 @@ struct Breakdown {
   std::array<double, kCommClasses> exposed_comm_s{};
   double bubble_s = 0;
   double host_s = 0;
+  // Device idle, nothing communicating, while an offload copy or host optimizer step runs
+  // (docs/offload.md): the offload time the step does not hide.
+  double offload_s = 0;
 };
 
 struct RankStats {

@@ -2,7 +2,7 @@
 # paralab — every check that needs a GPU, in one command (docs/cuda_backend.md):
 #   [gpu] tests of kernels/ and of the cuda backend, a single-GPU `paralab execute --backend cuda`
 #   of scenarios/gpu-1.toml (summary, trace, simulation and compare), short copies of gpu-1,
-#   gpu-1-llama, gpu-1-fp8, gpu-1-fp16 and the quickstart on one GPU with --verify, `paralab
+#   gpu-1-llama, gpu-1-fp8, gpu-1-fp16, gpu-1-offload and the quickstart on one GPU with --verify, `paralab
 #   validate --backend cuda` of the single-GPU scenarios (issue #7's 5 % bar; it calibrates the
 #   GPU first), the kernels' bandwidth bench (vs device copy, goal >= 70 %),
 #   the backend's GEMM bench (vs cuBLAS alone, goal >= 95 %) and compute-sanitizer last (slowest).
@@ -137,7 +137,7 @@ cp "$RESULTS/execute_gpu1.log" "$RESULTS/gpu-1.execute.json" 2>/dev/null
 check compare_gpu1 "$PARALAB" compare "$RESULTS/gpu-1.predicted.json" "$RESULTS/gpu-1.measured.json"
 # 3. Issue #7 on one GPU: validate (calibrate this GPU, simulate, execute, compare) the single-GPU
 #    scenarios; the step error bar is 5 %. Calibrations are cached under $RESULTS/cache.
-for sc in ${VALIDATE_SCENARIOS:-gpu-1 gpu-1-llama gpu-1-fp8 gpu-1-fp16 cpu-1rank-fp16}; do
+for sc in ${VALIDATE_SCENARIOS:-gpu-1 gpu-1-llama gpu-1-fp8 gpu-1-fp16 gpu-1-offload cpu-1rank-fp16}; do
   check "validate_$sc" env PARALAB_CACHE_DIR="$RESULTS/cache" "$PARALAB" validate "scenarios/$sc.toml" --backend cuda \
     --json --report "$RESULTS/validate_$sc.html"
   cp "$RESULTS/validate_$sc.log" "$RESULTS/validate_$sc.json" 2>/dev/null
@@ -156,6 +156,9 @@ check execute_llama_verify_short "$PARALAB" execute scenarios/gpu-1-llama.toml -
 check execute_fp8_verify_short "$PARALAB" execute scenarios/gpu-1-fp8.toml --backend cuda --verify \
   --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512
 check execute_fp16_verify_short "$PARALAB" execute scenarios/gpu-1-fp16.toml --backend cuda --verify \
+  --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512
+# Optimizer offload: pinned host state, copies on the copy engines, the host's AdamW (docs/offload.md).
+check execute_offload_verify_short "$PARALAB" execute scenarios/gpu-1-offload.toml --backend cuda --verify \
   --set model.num_layers=2 --set training.global_batch_size=4 --set model.seq_length=512
 check execute_quickstart_verify "$PARALAB" execute scenarios/quickstart.toml --backend cuda --verify \
   --set parallel.tensor=1 --set cluster.devices_per_node=1

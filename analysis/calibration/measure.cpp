@@ -90,7 +90,8 @@ struct Replayer::Impl {
     // runtime copies into, such as fp32 master weights, get random values too).
     for (BufferId b = 0; b < g.buffers.size(); ++b) {
       if (!g.buffers[b].resident) continue;
-      ptr[b] = backend->allocate(g.buffers[b].bytes());
+      // Offload's host state is pinned host memory, as the runtime allocates it.
+      ptr[b] = g.buffers[b].host ? backend->allocate_host(g.buffers[b].bytes()) : backend->allocate(g.buffers[b].bytes());
       exec::BufferPlan how = plan.buffers[b];
       if (how.fill == exec::Fill::none) how = float_like(g.buffers[b]) ? exec::BufferPlan{exec::Fill::weights, b} : exec::BufferPlan{exec::Fill::zero};
       backend->fill(ptr[b], g.buffers[b], how);
@@ -99,7 +100,10 @@ struct Replayer::Impl {
   }
   ~Impl() {
     for (BufferId b = 0; b < ptr.size(); ++b)
-      if (ptr[b]) backend->deallocate(ptr[b], g.buffers[b].bytes());
+      if (ptr[b]) {
+        if (g.buffers[b].host) backend->deallocate_host(ptr[b], g.buffers[b].bytes());
+        else backend->deallocate(ptr[b], g.buffers[b].bytes());
+      }
   }
   static bool float_like(const Buffer& b) { return b.dtype == DType::f32 || b.dtype == DType::bf16 || b.dtype == DType::f16; }
 

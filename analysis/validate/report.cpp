@@ -78,11 +78,10 @@ struct Interner {
 
 nlohmann::json timeline_json(const LoadedResult& r, Interner& fam, Interner& passes, Interner& names) {
   // Lanes: rank-major, then the stream order of docs/results.md.
-  static const char* kStreams[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "pp_send", "pp_recv"};
   auto stream_order = [](const std::string& s) {
-    for (int i = 0; i < 6; ++i)
-      if (s == kStreams[i]) return i;
-    return 6;
+    for (int i = 0; i < kStreams; ++i)
+      if (s == to_string(static_cast<Stream>(i))) return i;
+    return kStreams;
   };
   std::map<std::pair<int64_t, std::pair<int, std::string>>, int> lanes;
   for (size_t i = 0; i < r.result.ops.size(); ++i) {

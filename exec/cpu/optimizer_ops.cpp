@@ -5,6 +5,7 @@
 // rank's shard with the loss scale and clipping coefficient, and the loss-scale update.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 
 #include "exec/cpu/kernel_families.hpp"
@@ -92,6 +93,12 @@ void add_optimizer_ops(CpuKernelTable& t) {
   // This rank's partial sum of squares, accumulated over the step's gradient views.
   t.add({OpKind::grad_norm}, [](const OpCall& c, CpuContext&) { kernels::l2norm_sq_cpu(args::grad_norm(c)); });
   t.add({OpKind::optimizer_step}, optimizer).add({OpKind::scaler_update}, scaler_update);
+  // Offload's host <-> device copy (docs/offload.md): a plain copy here, where both are host
+  // memory (execute refuses offload on this backend; the table stays complete for --verify).
+  t.add({OpKind::copy}, [](const OpCall& c, CpuContext&) {
+    const ResolvedRef& r = c.plan.reads.at(0);
+    std::memcpy(c.writes[0], c.reads[0], static_cast<size_t>(r.numel * bytes_of(r.dtype)));
+  });
 }
 
 }  // namespace paralab::exec::cpu

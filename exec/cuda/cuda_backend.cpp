@@ -264,6 +264,25 @@ void CudaBackend::deallocate(void* p, int64_t bytes) {
   if (cudaFreeAsync(p, s) != cudaSuccess || (host && cudaStreamSynchronize(s) != cudaSuccess)) (void)cudaGetLastError();
 }
 
+// Pinned host memory (cudaMallocHost): with unified addressing the device's kernels and copies
+// address it directly, so fills and the verifier's reads work on it as on device memory.
+void* CudaBackend::allocate_host(int64_t bytes) {
+  PARALAB_CU(cudaSetDevice(device_));
+  void* p = nullptr;
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  const cudaError_t e = cudaMallocHost(&p, n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw std::runtime_error("out of pinned host memory: cudaMallocHost of " + gib(static_cast<double>(n)) +
+                             " failed (" + cudaGetErrorName(e) + ") for optimizer offload");
+  }
+  return p;
+}
+
+void CudaBackend::deallocate_host(void* p, int64_t) {
+  if (p && cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 void CudaBackend::fill(void* p, const Buffer& b, const BufferPlan& how) {
   bool host = false;
   const cudaStream_t s = current_stream(&host);
@@ -319,14 +338,14 @@ bool CudaBackend::widen_copy(float* dst, const void* src, DType t, int64_t n) {
 void CudaBackend::to_host(void* host_p, const void* p, int64_t bytes) {
   bool host = false;
   const cudaStream_t s = current_stream(&host);
-  PARALAB_CU(cudaMemcpyAsync(host_p, p, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s));
+  PARALAB_CU(cudaMemcpyAsync(host_p, p, static_cast<size_t>(bytes), cudaMemcpyDefault, s));
   PARALAB_CU(cudaStreamSynchronize(s));  // verification snapshots and setup only: never in a timed step
 }
 
 void CudaBackend::from_host(void* p, const void* host_p, int64_t bytes) {
   bool host = false;
   const cudaStream_t s = current_stream(&host);
-  PARALAB_CU(cudaMemcpyAsync(p, host_p, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s));
+  PARALAB_CU(cudaMemcpyAsync(p, host_p, static_cast<size_t>(bytes), cudaMemcpyDefault, s));
   PARALAB_CU(cudaStreamSynchronize(s));
 }
 

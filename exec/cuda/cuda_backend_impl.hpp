@@ -45,6 +45,8 @@ class CudaBackend final : public Backend {
 
   void* allocate(int64_t bytes) override;
   void deallocate(void* p, int64_t bytes) override;
+  void* allocate_host(int64_t bytes) override;
+  void deallocate_host(void* p, int64_t bytes) override;
   void fill(void* p, const Buffer& b, const BufferPlan& how) override;
   bool fill_params(void* p, DType t, const ParamRegion& region, int64_t local0, int64_t n) override;
   bool widen_copy(float* dst, const void* src, DType t, int64_t n) override;

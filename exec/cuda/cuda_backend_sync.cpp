@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "exec/cuda/cuda_backend_impl.hpp"
+#include "exec/cuda/kernel_families.hpp"
 #include "exec/error.hpp"
 #include "ir/accounting.hpp"
 
@@ -96,6 +97,8 @@ void CudaBackend::synchronize() {
     sleep_us = std::min<int64_t>(sleep_us + 20, 2000);
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
   }
+  if (const std::string e = take_host_step_error(); !e.empty())
+    throw ExecError(rank_, "a host optimizer step (optimizer offload) failed: " + e);
   size_t free_b = 0, total_b = 0;
   PARALAB_CU(cudaMemGetInfo(&free_b, &total_b));
   used_after_step_ = static_cast<double>(total_b - free_b);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "exec/cuda/cuda_ops.hpp"
 #include "exec/kernel_args.hpp"
@@ -24,6 +25,11 @@ void add_token_ops(CudaKernelTable& t);
 // cast and the accumulating copies, gradient norm, overflow check, optimizer step, loss-scale
 // update (ops_optimizer.cpp).
 void add_optimizer_ops(CudaKernelTable& t);
+// Optimizer offload (ops_offload.cpp): host <-> device copies; the host's AdamW step (called by
+// the optimizer op on Stream::host); the first failure of a host step since the last call.
+void add_offload_ops(CudaKernelTable& t);
+void host_optimizer(const OpCall& call, CudaOpContext& ctx);
+std::string take_host_step_error();
 
 // The backend's table, built once from the families above (ops_kernels.cpp).
 const CudaKernelTable& kernel_table();

@@ -11,7 +11,7 @@
 namespace paralab::exec::cuda {
 
 const CudaKernelTable& kernel_table() {
-  static const CudaKernelTable table("CUDA", {add_norm_ops, add_pointwise_ops, add_token_ops, add_optimizer_ops});
+  static const CudaKernelTable table("CUDA", {add_norm_ops, add_pointwise_ops, add_token_ops, add_optimizer_ops, add_offload_ops});
   return table;
 }
 

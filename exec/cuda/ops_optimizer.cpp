@@ -40,6 +40,10 @@ void cast(const OpCall& call, CudaOpContext& ctx) {
 // and the overflow flag are computed on the device (dev::optimizer_scalars) into the stream's
 // scalars, so nothing waits for the host.
 void optimizer(const OpCall& call, CudaOpContext& ctx) {
+  if (call.op.stream == Stream::host) {  // the offloaded shard: on the host's cores
+    host_optimizer(call, ctx);
+    return;
+  }
   const TrainingConfig& t = ctx.scenario.training;
   const cudaStream_t s = ctx.stream();
   const args::OptimizerViews v = args::optimizer_views(call, t);

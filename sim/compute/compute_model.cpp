@@ -22,6 +22,11 @@ double mem_bytes_per_us(const DeviceSpec& dev) {
 }
 
 ComputeModel::ComputeModel(const Topology& topo) : dev_(topo.device), cal_(topo.calibration, topo.device) {
+  has_host_ = topo.host.described();
+  if (has_host_) {
+    host_dev_ = host_share(topo);
+    copy_dev_ = copy_engine(topo);
+  }
   for (const CostFamily& f : cost_families())
     for (OpKind k : f.kinds) {
       auto& slot = by_kind_[static_cast<size_t>(k)];
@@ -33,14 +38,22 @@ ComputeModel::ComputeModel(const Topology& topo) : dev_(topo.device), cal_(topo.
       throw InternalError("compute model: no cost family for op kind " + std::string(to_string(static_cast<OpKind>(k))));
 }
 
+const DeviceSpec& ComputeModel::device_for(const Op& op) const {
+  if (!off_device(op.stream)) return dev_;
+  if (!has_host_)
+    throw InternalError("compute model: op " + op.full_name() + " runs off the device, but the topology has no [host]");
+  return op.kind == OpKind::copy ? copy_dev_ : host_dev_;
+}
+
 double ComputeModel::model_us(const Op& op) const {
   if (is_comm(op.kind)) return 0.0;
-  return by_kind_[static_cast<size_t>(op.kind)]->model_us(op, dev_);
+  return by_kind_[static_cast<size_t>(op.kind)]->model_us(op, device_for(op));
 }
 
 double ComputeModel::duration_us(const Op& op) const {
   if (is_comm(op.kind)) return 0.0;
-  if (!cal_.empty()) {
+  // The calibration's points are the device's kernels: off-device ops keep the model.
+  if (!cal_.empty() && !off_device(op.stream)) {
     std::optional<double> t;
     if (const GemmAttrs* g = op.gemm()) t = cal_.gemm_us(*g);
     else t = cal_.kernel_us(op.kind, op.bytes);

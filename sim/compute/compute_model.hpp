@@ -46,9 +46,14 @@ class ComputeModel {
   [[nodiscard]] std::vector<double> durations(const StepGraph& g) const;
 
   [[nodiscard]] const DeviceSpec& device() const { return dev_; }
+  // What times an op: the device, or for ops off the device (Stream::d2h / h2d / host: offload)
+  // the copy engine or the host's share. Throws for those when the topology has no [host].
+  [[nodiscard]] const DeviceSpec& device_for(const Op& op) const;
 
  private:
   DeviceSpec dev_;
+  DeviceSpec host_dev_, copy_dev_;  // compute_offload.cpp
+  bool has_host_ = false;
   ProfileTable cal_;
   std::array<const CostFamily*, static_cast<size_t>(OpKind::kCount)> by_kind_{};
 };
@@ -70,6 +75,11 @@ double memory_bound_model_us(const Op& op, const DeviceSpec& dev);
 double streaming_us(double bytes, double flops, const DeviceSpec& dev);
 // compute_optimizer.cpp: optimizer step, gradient norm, overflow check, loss-scaler update.
 double optimizer_model_us(const Op& op, const DeviceSpec& dev);
+// compute_offload.cpp: a host <-> device copy on `dev` = copy_engine(t); the devices that time
+// off-device ops.
+double copy_model_us(const Op& op, const DeviceSpec& dev);
+DeviceSpec host_share(const Topology& t);
+DeviceSpec copy_engine(const Topology& t);
 
 // Shared helpers (compute_model.cpp).
 // Peak FLOP/us of a math mode (falls back to fp32 when the device lists no peak for it).

@@ -16,12 +16,14 @@ constexpr OpKind kMemoryBound[] = {
     OpKind::xent_loss,     OpKind::xent_bwd,      OpKind::cast};
 constexpr OpKind kOptimizer[] = {OpKind::optimizer_step, OpKind::grad_norm, OpKind::overflow_check,
                                  OpKind::scaler_update};
+constexpr OpKind kCopy[] = {OpKind::copy};
 
 const CostFamily kFamilies[] = {
     {"gemm", kGemm, &gemm_model_us},
     {"attention", kAttention, &attention_model_us},
     {"memory_bound", kMemoryBound, &memory_bound_model_us},
     {"optimizer", kOptimizer, &optimizer_model_us},
+    {"host_copy", kCopy, &copy_model_us},
 };
 }  // namespace
 

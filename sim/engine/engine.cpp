@@ -104,6 +104,7 @@ void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
     const std::vector<double>& work = cls->hardware.attention_work;  // per micro-batch; empty: 1
     for (size_t i = 0; i < n; ++i) {
       const Op& op = g.ops[i];
+      if (off_device(op.stream)) continue;  // the host's copies and cores are not the GPU's speed
       st.op[i].dur *= cls->hardware.slowdown[static_cast<size_t>(op.kind)];
       if (!work.empty() && op.microbatch >= 0 && static_cast<size_t>(op.microbatch) < work.size() &&
           scales_with_attention(op.kind))
@@ -127,7 +128,8 @@ void Engine::init_stage(StageState& st, int64_t stage, const RankClass* cls) {
   st.mem.stage = stage;
   for (size_t b = 0; b < g.buffers.size(); ++b) {
     const Buffer& buf = g.buffers[b];
-    if (buf.resident) st.mem.resident[static_cast<size_t>(buf.category)] += st.idx->buffer_bytes[b];
+    if (buf.host) st.mem.host_resident += st.idx->buffer_bytes[b];
+    else if (buf.resident) st.mem.resident[static_cast<size_t>(buf.category)] += st.idx->buffer_bytes[b];
   }
   if (st.mem.resident_total() > capacity_) {
     st.mem.over_capacity_us = 0.0;

@@ -20,7 +20,9 @@
 //   - sendrecv (context-parallel ring) is symmetric within a stage: the whole ring shift is
 //     started at once, one transfer per ring edge.
 // Memory: an op's `allocs` are allocated when it starts (for a transfer: when it is posted),
-// its `frees` freed when it ends; resident buffers are live from the start.
+// its `frees` freed when it ends; resident buffers are live from the start (host buffers count
+// as host memory). Ops off the device (offload's copies and host steps) take their duration on
+// their own stream, beside the GPU's compute and unslowed by it.
 //
 // Events are ordered by (time, sequence number), sequence numbers handed out in a fixed order,
 // so the same input gives bit-identical output. The engine is single-threaded and keeps no
@@ -52,6 +54,7 @@ struct RankMemory {
   // The first moment the rank's memory exceeded the device's capacity, if it did.
   std::optional<double> over_capacity_us;
   OpId over_capacity_op = 0;
+  double host_resident = 0;                       // pinned host bytes (offload), not the device's
 
   [[nodiscard]] double resident_total() const;
   [[nodiscard]] double peak_total() const { return resident_total() + peak_transient; }

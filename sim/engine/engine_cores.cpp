@@ -13,6 +13,11 @@ namespace paralab::sim::detail {
 
 void Engine::start_compute(uint32_t s, OpId id) {
   StageState& st = stages_[s];
+  if (off_device(st.g->ops[id].stream)) {  // a copy engine or the host's cores: no SM, no core pool
+    st.op[id].ev_seq = seq_;  // never rescheduled: its one completion event is current
+    schedule(s, id, now_ + st.op[id].dur);
+    return;
+  }
   if (pool_) {
     claim_core(s, id);
     return;

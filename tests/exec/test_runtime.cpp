@@ -204,3 +204,21 @@ TEST_CASE("warm-up: steps until the time is spent, then the measured ones; every
     CHECK(j.at("step_times_s").size() == 3);
   }
 }
+
+// Optimizer offload moves state from device to host memory: the cpu backend, whose memory is
+// the host's already, refuses it before anything runs (docs/offload.md).
+TEST_CASE("the cpu backend refuses optimizer offload with a clear error", "[exec][offload]") {
+  Scenario s = scenario("cpu-tp2", {"parallel.tensor=1", "cluster.devices_per_node=1"});
+  s.parallel.zero_stage = 1;
+  s.training.optimizer_cpu_offload = true;
+  const StepIR ir = build_step_ir(s);
+  auto world = make_self_transport();
+  try {
+    execute(ir, *world, ExecuteOptions{});
+    FAIL("no error");
+  } catch (const ExecError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("optimizer_cpu_offload") != std::string::npos);
+    CHECK(msg.find("--backend cuda") != std::string::npos);
+  }
+}

@@ -116,6 +116,19 @@ TEST_CASE("Megatron-LM's derived values: swiglu width, GQA, virtual stages, bf16
   CHECK(s.training.global_batch_size == 16);
 }
 
+TEST_CASE("Megatron-LM's optimizer offload arguments convert to the offload keys", "[interop][megatron][offload]") {
+  auto d = import_megatron_args(small({"--bf16", "--use-distributed-optimizer", "--optimizer-cpu-offload",
+                                       "--optimizer-offload-fraction", "0.5", "--overlap-cpu-optimizer-d2h-h2d",
+                                       "--global-batch-size", "16"}),
+                                gpus(8));
+  const paralab::Scenario s = load_draft(d);
+  CHECK(s.training.optimizer_cpu_offload);
+  CHECK(s.training.optimizer_offload_fraction == 0.5);
+  CHECK(s.training.overlap_cpu_optimizer_d2h_h2d);
+  CHECK(s.parallel.zero_stage == 1);
+  CHECK_FALSE(skipped(d, "--optimizer-cpu-offload"));
+}
+
 TEST_CASE("mixture-of-experts and unknown arguments are reported, never dropped", "[interop][megatron]") {
   const auto d = import_megatron_args(small({"--num-experts", "8", "--moe-router-topk", "2", "--expert-model-parallel-size", "8",
                                              "--frobnicate", "3", "--bf16"}),

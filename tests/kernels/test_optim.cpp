@@ -144,3 +144,62 @@ TEST_CASE("sgd with momentum, nesterov and weight decay matches PyTorch's formul
     }
   }
 }
+
+TEST_CASE("host adamw on any number of threads is the CPU twin, bit for bit", "[kernels][adamw]") {
+  Rng rng(71);
+  const int64_t n = 300'007;  // several 64 Ki slices and a ragged tail
+  for (Dtype gd : {Dtype::bf16, Dtype::f32}) {
+    CAPTURE(dtype_name(gd));
+    const std::vector<float> master0 = rng.floats(n), m0 = rng.floats(n, -0.1, 0.1), v0 = rng.floats(n, 0.0, 0.01);
+    auto g = random_tensor(rng, n, gd, -4, 4);
+    const float S = 128.f;
+    auto run = [&](int threads, std::vector<float>& master, std::vector<float>& m, std::vector<float>& v, Buffer& param) {
+      master = master0, m = m0, v = v0;
+      AdamWArgs a;
+      a.master = master.data();
+      a.exp_avg = m.data();
+      a.exp_avg_sq = v.data();
+      a.grad = g.buf.data();
+      a.grad_dtype = gd;
+      a.param = param.data();
+      a.param_dtype = Dtype::bf16;
+      a.n = n;
+      a.lr = 3e-4f;
+      a.beta2 = 0.95f;
+      a.weight_decay = 0.1f;
+      a.step = 7;
+      a.grad_scale = 0.7f;
+      a.loss_scale = &S;
+      if (threads == 0) adamw_step_cpu(a);
+      else adamw_step_host(a, threads);
+    };
+    std::vector<float> rm, rmo, rv;
+    Buffer rp(n, Dtype::bf16);
+    run(0, rm, rmo, rv, rp);
+    CHECK(rm != master0);  // the step moved the weights
+    for (int threads : {1, 2, 3, 8}) {
+      CAPTURE(threads);
+      std::vector<float> hm, hmo, hv;
+      Buffer hp(n, Dtype::bf16);
+      run(threads, hm, hmo, hv, hp);
+      REQUIRE(hm == rm);
+      REQUIRE(hmo == rmo);
+      REQUIRE(hv == rv);
+      for (int64_t i = 0; i < n; i += 997) REQUIRE(hp.get(i) == rp.get(i));
+    }
+  }
+  SECTION("found_inf skips the step and a thread count below 1 is refused") {
+    std::vector<float> master(10, 1.f), m(10, 0.f), v(10, 0.f), grad(10, 1.f);
+    const int32_t found = 1;
+    AdamWArgs a;
+    a.master = master.data();
+    a.exp_avg = m.data();
+    a.exp_avg_sq = v.data();
+    a.grad = grad.data();
+    a.n = 10;
+    a.found_inf = &found;
+    adamw_step_host(a, 4);
+    CHECK(master == std::vector<float>(10, 1.f));
+    CHECK_THROWS_WITH(adamw_step_host(a, 0), Catch::Contains("threads"));
+  }
+}
