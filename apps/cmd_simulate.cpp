@@ -14,6 +14,7 @@
 #include "apps/simulate_variation.hpp"
 #include "ir/accounting.hpp"
 #include "ir/scenario_loader.hpp"
+#include "results/device_busy.hpp"
 #include "results/goodput.hpp"
 #include "results/result_io.hpp"
 #include "sim/simulate.hpp"
@@ -99,6 +100,12 @@ void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
   std::printf("memory      peak %.2f GiB of %.0f GiB per device: %s\n", r.peak_memory_gib,
               sc.topology.device.memory_gib, r.fits_in_memory ? "fits" : "DOES NOT FIT");
   if (offload) print_host_memory(sim, ir);
+  if (p.data_parallel_impl == DataParallelImpl::dataparallel && p.data > 1) {  // nn.DataParallel
+    const DeviceBusy busy = dataparallel_busy(r, ir);
+    std::printf("devices     nn.DataParallel: device 0 busy %.1f %% of the step, devices 1-%lld %.1f %% "
+                "(no loss over the batch, no optimizer)\n",
+                100 * busy.root_s / r.step_time_s, (long long)(p.data - 1), 100 * busy.replica_s / r.step_time_s);
+  }
   if (r.oom_rank) {
     const StepGraph& g = ir.graph_for(*r.oom_rank);
     const sim::RankMemory* mem = nullptr;

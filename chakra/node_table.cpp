@@ -31,6 +31,7 @@ constexpr KindRow kKinds[] = {
     {OpKind::grad_norm, EtNodeType::comp},      {OpKind::overflow_check, EtNodeType::comp},
     {OpKind::scaler_update, EtNodeType::comp},  {OpKind::optimizer_step, EtNodeType::comp},
     {OpKind::copy, EtNodeType::comp},  // a host copy: a node of its duration on the rank
+    {OpKind::launch, EtNodeType::comp},  // host launch time (nn.DataParallel): likewise
     {OpKind::collective, EtNodeType::coll},     {OpKind::send, EtNodeType::send},
     {OpKind::recv, EtNodeType::recv},           {OpKind::sendrecv, EtNodeType::send},
 };
@@ -50,7 +51,7 @@ struct CollRow {
 
 constexpr std::array<CollRow, 10> kColls = {{
     {EtCollType::all_reduce, "ALL_REDUCE", sim::CollKind::all_reduce},
-    {EtCollType::reduce, "REDUCE", std::nullopt},
+    {EtCollType::reduce, "REDUCE", std::nullopt},  // rootless in Chakra: the root is not recorded
     {EtCollType::all_gather, "ALL_GATHER", sim::CollKind::all_gather},
     {EtCollType::gather, "GATHER", std::nullopt},
     {EtCollType::scatter, "SCATTER", std::nullopt},
@@ -61,9 +62,11 @@ constexpr std::array<CollRow, 10> kColls = {{
     {EtCollType::barrier, "BARRIER", sim::CollKind::all_reduce},
 }};
 
-// paralab's CollKind order: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast.
+// paralab's CollKind order: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce,
+// gather, scatter.
 constexpr EtCollType kOurs[] = {EtCollType::all_reduce, EtCollType::all_gather, EtCollType::reduce_scatter,
-                                EtCollType::all_to_all, EtCollType::broadcast};
+                                EtCollType::all_to_all, EtCollType::broadcast,  EtCollType::reduce,
+                                EtCollType::gather,     EtCollType::scatter};
 
 }  // namespace
 

@@ -107,6 +107,9 @@ ExecuteOutcome execute(const StepIR& ir, Transport& world, const ExecuteOptions&
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   std::unique_ptr<Backend> backend = make_backend(opts.backend, ir, rank);
   refuse_unsupported_offload(ir, *backend, rank);
+  if (ir.scenario.parallel.data_parallel_impl == DataParallelImpl::dataparallel)
+    throw ExecError(rank, "data_parallel_impl = \"dataparallel\" (PyTorch's nn.DataParallel) is simulated, not executed: "
+                          "paralab executes the data parallelism it recommends, \"ddp\" (docs/dataparallel.md)");
   // Memory (host backends): the IR's peak for every rank on this host must fit in what the host
   // has free. Every rank agrees on the verdict.
   if (backend->name() == "cpu") {

@@ -13,6 +13,7 @@ EmbeddingActs StageBuilder::embedding_forward() {
   const int u = store_.embedding_unit();
   EmbeddingActs e;
   e.ids = act_buffer("token_ids", T, 1, DType::i32);
+  if (dataparallel()) dp_scatter("input_scatter", act_buffer("token_ids_batch", dp_rows(T), 1, DType::i32), e.ids);
   const BufferId partial = act_buffer("embedding", T, h, m_.act);
   std::vector<TensorRef> r{b_.whole(e.ids), store_.weight(u, ParamRole::word_emb)};
   if (store_.has(u, ParamRole::pos_emb)) r.push_back(store_.weight(u, ParamRole::pos_emb));
@@ -85,19 +86,22 @@ HeadActs StageBuilder::head_forward(BufferId x) {
          b_.view(logits, {T, V}), T, V, h, false, true, false);
   if (m_.sp) b_.release(lnf_full);
 
-  const BufferId rowmax = act_buffer("xent_max", T, 1, DType::f32, MemCategory::buffers);
-  kernel(OpKind::xent_max, "xent_max", {b_.whole(logits)}, {b_.whole(rowmax)}, KernelAttrs{T, V, 0, 0, 1, 0}, 1);
+  // nn.DataParallel: the loss over the whole batch, on device 0, from the gathered logits.
+  const int64_t R = dp_rows(T);
+  const BufferId scores = dataparallel() ? dp_gather("output_gather", logits) : logits;
+  const BufferId rowmax = act_buffer("xent_max", R, 1, DType::f32, MemCategory::buffers);
+  kernel(OpKind::xent_max, "xent_max", {b_.whole(scores)}, {b_.whole(rowmax)}, KernelAttrs{R, V, 0, 0, 1, 0}, 1);
   tp_all_reduce("xent_max_all_reduce", rowmax, ReduceOp::max);
-  hd.labels = act_buffer("labels", T, 1, DType::i32);
-  hd.probs = act_buffer("xent_softmax", T, V, DType::f32);
-  hd.sums = act_buffer("xent_sums", T, 2, DType::f32);  // sum of exp, target logit
-  kernel(OpKind::xent_sum, "xent_sum", {b_.whole(logits), b_.whole(rowmax), b_.whole(hd.labels)},
-         {b_.whole(hd.probs), b_.whole(hd.sums)}, KernelAttrs{T, V, 0, 0, 1, 0}, 4);
-  b_.release(logits);
+  hd.labels = act_buffer("labels", R, 1, DType::i32);
+  hd.probs = act_buffer("xent_softmax", R, V, DType::f32);
+  hd.sums = act_buffer("xent_sums", R, 2, DType::f32);  // sum of exp, target logit
+  kernel(OpKind::xent_sum, "xent_sum", {b_.whole(scores), b_.whole(rowmax), b_.whole(hd.labels)},
+         {b_.whole(hd.probs), b_.whole(hd.sums)}, KernelAttrs{R, V, 0, 0, 1, 0}, 4);
+  b_.release(scores);
   tp_all_reduce("xent_sum_all_reduce", hd.sums);
-  hd.loss = act_buffer("loss", T, 1, DType::f32);
+  hd.loss = act_buffer("loss", R, 1, DType::f32);
   kernel(OpKind::xent_loss, "xent_loss", {b_.whole(hd.sums), b_.whole(rowmax)}, {b_.whole(hd.loss)},
-         KernelAttrs{T, 1, 0, 0, 1, 0}, 4);
+         KernelAttrs{R, 1, 0, 0, 1, 0}, 4);
   b_.release(rowmax);
   return hd;
 }
@@ -107,9 +111,15 @@ BufferId StageBuilder::head_backward(HeadActs& hd) {
   const int u = store_.head_unit();
   // dlogits = (softmax - onehot) * dloss; the fp16 loss scale multiplies in here.
   const float loss_scale = s_.training.precision == Precision::fp16 ? static_cast<float>(s_.training.initial_loss_scale) : 1.0f;
-  const BufferId d_logits = act_buffer("d_logits", T, V, m_.act, MemCategory::buffers);
+  const int64_t R = dp_rows(T);
+  const BufferId d_scores = act_buffer(dataparallel() ? "d_logits_batch" : "d_logits", R, V, m_.act, MemCategory::buffers);
   kernel(OpKind::xent_bwd, "xent_bwd", {b_.whole(hd.probs), b_.whole(hd.sums), b_.whole(hd.labels), b_.whole(hd.loss)},
-         {b_.whole(d_logits)}, KernelAttrs{T, V, 0, 0, loss_scale, microbatches_}, 3);
+         {b_.whole(d_scores)}, KernelAttrs{R, V, 0, 0, loss_scale, microbatches_}, 3);
+  BufferId d_logits = d_scores;
+  if (dataparallel()) {  // the output gradient back to every replica (Gather's backward)
+    d_logits = act_buffer("d_logits", T, V, m_.act, MemCategory::buffers);
+    dp_scatter("output_grad_scatter", d_scores, d_logits);
+  }
   release_if(hd.probs);
   release_if(hd.sums);
   release_if(hd.labels);

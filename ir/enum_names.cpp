@@ -34,6 +34,7 @@ PARALAB_NAMES(Schedule, {"gpipe", Schedule::gpipe}, {"1f1b", Schedule::one_f_one
 PARALAB_NAMES(CollectiveAlgo, {"auto", CollectiveAlgo::automatic}, {"ring", CollectiveAlgo::ring},
               {"tree", CollectiveAlgo::tree}, {"hierarchical", CollectiveAlgo::hierarchical})
 PARALAB_NAMES(OffloadParam, {"none", OffloadParam::none}, {"cpu", OffloadParam::cpu})
+PARALAB_NAMES(DataParallelImpl, {"ddp", DataParallelImpl::ddp}, {"dataparallel", DataParallelImpl::dataparallel})
 PARALAB_NAMES(SeqLengthDistribution, {"none", SeqLengthDistribution::none},
               {"exponential", SeqLengthDistribution::exponential}, {"uniform", SeqLengthDistribution::uniform})
 PARALAB_NAMES(DeviceKind, {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu})
@@ -55,7 +56,7 @@ PARALAB_NAMES(OpKind, {"gemm", OpKind::gemm}, {"attention_fwd", OpKind::attentio
               {"xent_sum", OpKind::xent_sum}, {"xent_loss", OpKind::xent_loss},
               {"xent_bwd", OpKind::xent_bwd}, {"cast", OpKind::cast},
               {"grad_norm", OpKind::grad_norm}, {"overflow_check", OpKind::overflow_check},
-              {"scaler_update", OpKind::scaler_update}, {"optimizer_step", OpKind::optimizer_step}, {"copy", OpKind::copy},
+              {"scaler_update", OpKind::scaler_update}, {"optimizer_step", OpKind::optimizer_step}, {"copy", OpKind::copy}, {"launch", OpKind::launch},
               {"collective", OpKind::collective}, {"send", OpKind::send}, {"recv", OpKind::recv},
               {"sendrecv", OpKind::sendrecv})
 PARALAB_NAMES(GroupKind, {"tp", GroupKind::tp}, {"cp", GroupKind::cp}, {"dp", GroupKind::dp},
@@ -66,7 +67,8 @@ PARALAB_NAMES(GroupKind, {"tp", GroupKind::tp}, {"cp", GroupKind::cp}, {"dp", Gr
 // row reads as the ops it stands for.
 PARALAB_NAMES(CollKind, {"all_reduce", CollKind::all_reduce}, {"all_gather", CollKind::all_gather},
               {"reduce_scatter", CollKind::reduce_scatter}, {"all_to_all", CollKind::all_to_all},
-              {"broadcast", CollKind::broadcast})
+              {"broadcast", CollKind::broadcast},
+              {"reduce", CollKind::reduce}, {"gather", CollKind::gather}, {"scatter", CollKind::scatter})
 PARALAB_NAMES(Phase, {"fwd", Phase::forward}, {"bwd", Phase::backward}, {"recompute", Phase::recompute},
               {"optimizer", Phase::optimizer},
               {"wgrad", Phase::weight_grad})
@@ -89,6 +91,7 @@ std::string_view to_string(AttentionImpl v) { return enum_to_string(v); }
 std::string_view to_string(Schedule v) { return enum_to_string(v); }
 std::string_view to_string(CollectiveAlgo v) { return enum_to_string(v); }
 std::string_view to_string(OffloadParam v) { return enum_to_string(v); }
+std::string_view to_string(DataParallelImpl v) { return enum_to_string(v); }
 std::string_view to_string(SeqLengthDistribution v) { return enum_to_string(v); }
 std::string_view to_string(DeviceKind v) { return enum_to_string(v); }
 std::string_view to_string(IntraFabric v) { return enum_to_string(v); }

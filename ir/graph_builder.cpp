@@ -51,6 +51,19 @@ void GraphBuilder::add_dep(Op& op, OpId dep) const {
 }
 
 OpId GraphBuilder::add(OpSpec spec) {
+  if (launch_gpus_ > 1 && !off_device(spec.stream) &&
+      (labels.phase == Phase::forward || labels.phase == Phase::recompute)) {
+    OpSpec l;
+    l.kind = OpKind::launch;
+    l.stream = Stream::host;
+    l.name = "launch";
+    l.attrs = KernelAttrs{launch_gpus_, 1, 0, 0, 1, 0};
+    l.bytes = 0;
+    const int64_t keep = launch_gpus_;
+    launch_gpus_ = 0;  // the launch op itself is not launched
+    spec.extra_deps.push_back(add(std::move(l)));
+    launch_gpus_ = keep;
+  }
   Op op;
   op.id = static_cast<OpId>(g_.ops.size());
   op.kind = spec.kind;

@@ -53,6 +53,10 @@ class GraphBuilder {
   // An extra dependency added after the fact (`later` waits for `earlier`).
   void depend(OpId later, OpId earlier);
 
+  // nn.DataParallel: one host thread launches every forward (and recompute) op on `gpus` GPUs
+  // in turn; each such op then waits for a `launch` op on Stream::host (docs/dataparallel.md).
+  void launch_from_one_thread(int64_t gpus) { launch_gpus_ = gpus; }
+
   OpLabels labels;  // applied to every op added
   [[nodiscard]] const Op& op(OpId id) const { return g_.ops[id]; }
   [[nodiscard]] OpId last_op(Stream s) const;
@@ -75,7 +79,8 @@ class GraphBuilder {
 
   StepGraph g_;
   std::vector<BufferState> state_;
-  uint32_t next_tag_ = 1u << 31;  // automatic tags stay clear of the fixed and p2p ones (< 2^31)
+  uint32_t next_tag_ = 1u << 31;
+  int64_t launch_gpus_ = 0;  // automatic tags stay clear of the fixed and p2p ones (< 2^31)
 };
 
 }  // namespace paralab

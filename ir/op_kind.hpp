@@ -30,6 +30,7 @@ enum class OpKind : uint8_t {
   scaler_update,   // fp16 loss scaling state machine
   optimizer_step,  // Adam(W) or SGD on this rank's parameter shard (on the device or the host)
   copy,            // host <-> device copy on a copy engine (Stream::d2h / h2d): optimizer offload
+  launch,          // the host thread launching the next op on every GPU (Stream::host): nn.DataParallel
   // communication
   collective,
   send,

@@ -27,6 +27,7 @@ ParamStore::ParamStore(GraphBuilder& b, const Scenario& s, const ModelShape& m,
   shard_weights_ = zero >= 3 && dp_size_ > 1;
   offload_opt_ = s.training.optimizer_cpu_offload;
   offload_params_ = shard_weights_ && s.parallel.offload_param == OffloadParam::cpu;
+  dataparallel_ = s.parallel.data_parallel_impl == DataParallelImpl::dataparallel && dp_size_ > 1;
   // Megatron's --accumulate-allreduce-grads-in-fp32: fp32 gradient buffers under mixed precision.
   grad_dtype_ = s.training.accumulate_allreduce_grads_in_fp32 ? DType::f32 : m.act;
   layer_units_.assign(static_cast<size_t>(m.layers), -1);
@@ -174,7 +175,8 @@ void ParamStore::grad_done(int unit, ParamRole r) {
   // Counted in rounds, not by the caller's micro-batch: with W deferred (zero-bubble
   // schedules) a later micro-batch's B can complete a slot before an earlier one's W.
   const bool final_round = ++bk.cycles == microbatches_;
-  if (shard_grads_ || (final_round && s_.parallel.overlap_grad_reduce))
+  // nn.DataParallel reduces after the whole backward (the replicas' Broadcast backward).
+  if (shard_grads_ || (final_round && s_.parallel.overlap_grad_reduce && !dataparallel_))
     reduce(static_cast<int>(&bk - buckets_.data()));
 }
 
@@ -221,6 +223,9 @@ void ParamStore::reduce(int bi) {
   if (shard_opt_)  // ZeRO-1 (Megatron's distributed optimizer): reduce-scatter in place
     collective("grad_reduce_scatter", CollKind::reduce_scatter, GroupKind::dp, ReduceOp::sum,
                {b_.whole(bk.grads)}, {b_.whole(bk.grads)}, full_bytes, 0);
+  else if (dataparallel_)  // nn.DataParallel: the replicas' gradients summed onto device 0
+    collective("grad_reduce", CollKind::reduce, GroupKind::dp, ReduceOp::sum, {b_.whole(bk.grads)},
+               {b_.whole(bk.grads)}, full_bytes, 0);
   else  // DDP
     collective("grad_all_reduce", CollKind::all_reduce, GroupKind::dp, ReduceOp::sum,
                {b_.whole(bk.grads)}, {b_.whole(bk.grads)}, full_bytes, 0);
@@ -269,6 +274,14 @@ void ParamStore::all_gather_weights(int bi) {
 // Megatron's overlap_param_gather issues the gathers of step k+1 during its forward pass;
 // in a steady-state step that is the start of this step, first bucket needed first.
 void ParamStore::begin_step() {
+  // nn.DataParallel replicates the module from device 0 at every forward: a broadcast of every
+  // parameter (torch.nn.parallel.replicate, comm.broadcast_coalesced), first bucket first.
+  if (dataparallel_)
+    for (int bi = static_cast<int>(buckets_.size()) - 1; bi >= 0; --bi) {
+      const Bucket& bk = buckets_[static_cast<size_t>(bi)];
+      collective("param_broadcast", CollKind::broadcast, GroupKind::dp, ReduceOp::sum, {b_.whole(bk.weights)},
+                 {b_.whole(bk.weights)}, b_.buf(bk.weights).bytes(), 0);
+    }
   if (!s_.parallel.overlap_param_gather) return;
   for (int bi = static_cast<int>(buckets_.size()) - 1; bi >= 0; --bi) all_gather_weights(bi);
 }
@@ -319,7 +332,7 @@ void ParamStore::end_step() {
   const size_t first_reduce = b_.size();
   for (size_t bi = 0; bi < buckets_.size(); ++bi)
     if (!shard_grads_) reduce(static_cast<int>(bi));
-  if (!s_.parallel.overlap_grad_reduce && backward_end != kNoOp && b_.size() > first_reduce)
+  if ((!s_.parallel.overlap_grad_reduce || dataparallel_) && backward_end != kNoOp && b_.size() > first_reduce)
     b_.depend(static_cast<OpId>(first_reduce), backward_end);
   emit_replicated_grad_reduce();
   emit_tied_embedding_reduce();

@@ -104,6 +104,7 @@ class ParamStore {
   int64_t dp_size_;  // gradient-reduction group size (dp * cp)
   bool shard_opt_ = false, shard_grads_ = false, shard_weights_ = false;
   bool offload_opt_ = false, offload_params_ = false;  // docs/offload.md
+  bool dataparallel_ = false;  // nn.DataParallel: broadcast from and reduce onto device 0
   DType grad_dtype_ = DType::bf16;
   std::vector<Unit> units_;
   std::vector<Slot> slots_;

@@ -25,6 +25,7 @@ enum class AttentionImpl : uint8_t { flash, unfused };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2 };
 enum class CollectiveAlgo : uint8_t { automatic, ring, tree, hierarchical };
 enum class OffloadParam : uint8_t { none, cpu };
+enum class DataParallelImpl : uint8_t { ddp, dataparallel };
 
 // [model]: a decoder-only transformer (GPT or Llama family).
 struct ModelConfig {
@@ -108,6 +109,10 @@ struct ParallelConfig {
   // DeepSpeed's offload_param (ZeRO-3 only): parameter shards live in host memory and are
   // copied to the device before each all-gather (Rajbhandari et al. 2021, ZeRO-Infinity).
   OffloadParam offload_param = OffloadParam::none;
+  // ddp: one process per GPU, gradients all-reduced (PyTorch DDP, Li et al. 2020). dataparallel:
+  // PyTorch's nn.DataParallel, one process driving every GPU of a node from one thread (docs/
+  // dataparallel.md): simulated only, as the seed notes' counter-example.
+  DataParallelImpl data_parallel_impl = DataParallelImpl::ddp;
   // Gradient bucket size; 0 (the default) = Megatron-LM's rule, max(40M, 1M x data) parameters
   // (megatron/core/distributed: bucket_size), rather than PyTorch DDP's 25 MB.
   double dp_bucket_mb = 0.0;
@@ -213,5 +218,6 @@ std::string_view to_string(AttentionImpl v);
 std::string_view to_string(Schedule v);
 std::string_view to_string(CollectiveAlgo v);
 std::string_view to_string(OffloadParam v);
+std::string_view to_string(DataParallelImpl v);
 
 }  // namespace paralab

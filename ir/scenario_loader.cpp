@@ -74,6 +74,7 @@ const Schema<Scenario>& scenario_schema() {
         .choice<Schedule>("parallel.schedule", AT(parallel.schedule))
         .integer("parallel.zero_stage", AT(parallel.zero_stage), 0, 3)
         .choice<OffloadParam>("parallel.offload_param", AT(parallel.offload_param))
+        .choice<DataParallelImpl>("parallel.data_parallel_impl", AT(parallel.data_parallel_impl))
         .real("parallel.dp_bucket_mb", AT(parallel.dp_bucket_mb), 0, 1e6, true)
         .boolean("parallel.overlap_grad_reduce", AT(parallel.overlap_grad_reduce))
         .boolean("parallel.overlap_param_gather", AT(parallel.overlap_param_gather))

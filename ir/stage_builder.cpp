@@ -16,7 +16,9 @@ StageBuilder::StageBuilder(const Scenario& s, int64_t stage)
       chunks_(stage_chunks(s, stage)),
       microbatches_(s.num_microbatches()),
       b_(stage),
-      store_(b_, s, m_, chunks_, microbatches_) {}
+      store_(b_, s, m_, chunks_, microbatches_) {
+  if (dataparallel()) b_.launch_from_one_thread(s.parallel.data);
+}
 
 StepGraph StageBuilder::build() {
   b_.labels = OpLabels{Phase::optimizer, -1, -1, 0};

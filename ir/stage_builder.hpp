@@ -69,6 +69,13 @@ class StageBuilder {
   HeadActs head_forward(BufferId x);
   BufferId head_backward(HeadActs& h);
 
+  // nn.DataParallel (dataparallel_ops.cpp): device 0's scatter of a batch and gather of outputs.
+  [[nodiscard]] bool dataparallel() const;
+  [[nodiscard]] int64_t dp_rows(int64_t rows) const;  // rows of the whole batch on device 0
+  void dp_collective(const char* name, CollKind kind, BufferId in, BufferId out);
+  void dp_scatter(const char* name, BufferId all, BufferId local);
+  BufferId dp_gather(const char* name, BufferId local);
+
   // pipeline transfers (stage_builder.cpp)
   BufferId receive(const PipelineTask& t, const ChunkSpec& c, bool activation);
   void send(const PipelineTask& t, const ChunkSpec& c, BufferId what, bool activation);

@@ -21,7 +21,8 @@ std::string_view to_string(GemmRole r) {
   return n[static_cast<size_t>(r)];
 }
 std::string_view to_string(CollKind k) {
-  static constexpr std::string_view n[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"};
+  static constexpr std::string_view n[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+                                           "reduce",     "gather",     "scatter"};
   return n[static_cast<size_t>(k)];
 }
 std::string_view to_string(ReduceOp r) { return r == ReduceOp::sum ? "sum" : "max"; }
@@ -49,7 +50,10 @@ double Op::wire_bytes(int64_t n) const {
       case CollKind::all_gather:
       case CollKind::reduce_scatter:
       case CollKind::all_to_all: return f * N;
-      case CollKind::broadcast: return N;
+      case CollKind::broadcast:
+      case CollKind::reduce: return N;
+      case CollKind::gather:  // the root's side: it receives (scatter: sends) every other member's part
+      case CollKind::scatter: return f * N;
     }
   }
   if (const auto* p = p2p()) {

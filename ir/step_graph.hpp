@@ -108,7 +108,8 @@ struct AttentionAttrs {
   MathMode math = MathMode::bf16;
 };
 
-enum class CollKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast };
+// reduce, gather, scatter are rooted at the group's first member (nn.DataParallel's device 0).
+enum class CollKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter };
 enum class ReduceOp : uint8_t { sum, max };
 std::string_view to_string(CollKind k);
 std::string_view to_string(ReduceOp r);

@@ -248,10 +248,37 @@ static void validate_offload(const Scenario& s) {
          "a GPU topology with a [host] section, or no offload");
 }
 
+// nn.DataParallel (docs/dataparallel.md): one process, one node, data parallelism alone, one
+// batch per step, as torch.nn.DataParallel runs.
+static void validate_dataparallel(const Scenario& s) {
+  const ParallelConfig& p = s.parallel;
+  if (p.data_parallel_impl != DataParallelImpl::dataparallel) return;
+  auto fail = [&](const std::string& why, const std::string& allowed) {
+    throw ConfigError(s.provenance.at("parallel.data_parallel_impl"), "parallel.data_parallel_impl", "\"dataparallel\"",
+                      why, allowed);
+  };
+  const std::string ddp = "\"ddp\"";
+  if (s.topology.device.kind != DeviceKind::gpu) fail("nn.DataParallel drives GPUs; topology '" + s.topology.name + "' is a CPU host", ddp);
+  if (s.cluster.nodes != 1)
+    fail("one process drives the GPUs of one machine, but cluster.nodes = " + std::to_string(s.cluster.nodes),
+         ddp + ", or cluster.nodes = 1");
+  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1)
+    fail("it replicates the whole model on every GPU: tensor, pipeline and context must be 1 (here " +
+             std::to_string(p.tensor) + ", " + std::to_string(p.pipeline) + ", " + std::to_string(p.context) + ")",
+         ddp + ", or tensor = pipeline = context = 1");
+  if (p.zero_stage != 0 || s.training.optimizer_cpu_offload)
+    fail("the optimizer runs on device 0 over the whole model: no ZeRO sharding, no offload", ddp + ", or zero_stage = 0 without offload");
+  if (s.num_microbatches() != 1)
+    fail("each step is one batch split over the GPUs, but global_batch_size / (micro_batch_size x data) = " +
+             std::to_string(s.num_microbatches()),
+         ddp + ", or global_batch_size = micro_batch_size x data");
+}
+
 void validate_scenario(const Scenario& s) {
   validate_model_and_splits(s);
   validate_world_and_batch(s);
   validate_offload(s);
+  validate_dataparallel(s);
 }
 
 }  // namespace paralab

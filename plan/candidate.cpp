@@ -40,6 +40,9 @@ Scenario apply(const Scenario& base, const Candidate& c) {
   s.parallel.sequence_parallel = c.sequence_parallel;
   s.training.micro_batch_size = c.micro_batch;
   s.training.recompute = c.recompute;
+  // Never nn.DataParallel: wherever it runs (one node, data parallelism alone) DDP is faster and
+  // device 0 holds less (docs/dataparallel.md), so the search proposes DDP.
+  s.parallel.data_parallel_impl = DataParallelImpl::ddp;
   return s;
 }
 

@@ -14,6 +14,13 @@ namespace paralab {
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Whether a communication op of group kind g waits on another pipeline stage when posted
+// before its start: a transfer between stages, or a collective joining stages.
+bool joins_pipeline_stages(GroupKind g) {
+  return g == GroupKind::pp || g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world;
+}
+}  // namespace
+
 // Length of the union of [a,b) intervals (sorted in place).
 double union_length(std::vector<std::pair<double, double>>& v) {
   std::sort(v.begin(), v.end());
@@ -30,12 +37,6 @@ double union_length(std::vector<std::pair<double, double>>& v) {
   if (cur_b > cur_a) total += cur_b - cur_a;
   return total;
 }
-// Whether a communication op of group kind g waits on another pipeline stage when posted
-// before its start: a transfer between stages, or a collective joining stages.
-bool joins_pipeline_stages(GroupKind g) {
-  return g == GroupKind::pp || g == GroupKind::embd || g == GroupKind::mp || g == GroupKind::world;
-}
-}  // namespace
 
 // Sweep over the rank's timeline: at every instant the compute stream is busy (compute), or
 // idle while communication is in flight (exposed communication, attributed to the kind of the

@@ -80,6 +80,9 @@ struct StepResult {
 // Computes the derived figures from `ops` and `ranks` (peak memory from `ranks`).
 void finalize(StepResult& r, const StepIR& ir);
 
+// Length of the union of [a, b) intervals (sorted in place), in their unit.
+double union_length(std::vector<std::pair<double, double>>& v);
+
 // Per-rank breakdown from one rank's op timings (needs the IR for streams and groups), over
 // the window [window_start_us, window_end_us] widened to the rank's own span: a rank idle
 // before its first op or after its last one while the step still runs (the pipeline's fill and

@@ -249,7 +249,10 @@ CommPattern pattern_of(CollKind k) {
     case CollKind::all_gather: return CommPattern::all_gather;
     case CollKind::reduce_scatter: return CommPattern::reduce_scatter;
     case CollKind::all_to_all: return CommPattern::all_to_all;
-    case CollKind::broadcast: return CommPattern::broadcast;
+    case CollKind::broadcast:
+    case CollKind::reduce: return CommPattern::broadcast;  // rooted chains: N per edge
+    case CollKind::gather:
+    case CollKind::scatter: return CommPattern::all_gather;  // (n-1)/n N through the root's link
   }
   return CommPattern::all_reduce;
 }

@@ -96,6 +96,10 @@ void collective(const OpCall& call, CpuContext& ctx, GroupComm& comm) {
       comm.broadcast(call.writes[0], n, t, 0, call.wait);
       return;
     }
+    case CollKind::reduce:
+    case CollKind::gather:
+    case CollKind::scatter:  // only nn.DataParallel's IR has them, and it is simulated only
+      bad(op, std::string(to_string(c.kind)) + " is not executed (data_parallel_impl = \"dataparallel\" is simulated only)");
   }
 }
 

@@ -99,6 +99,8 @@ void add_optimizer_ops(CpuKernelTable& t) {
     const ResolvedRef& r = c.plan.reads.at(0);
     std::memcpy(c.writes[0], c.reads[0], static_cast<size_t>(r.numel * bytes_of(r.dtype)));
   });
+  // nn.DataParallel's host launch time: no work of its own (that IR is simulated only).
+  t.add({OpKind::launch}, [](const OpCall&, CpuContext&) {});
 }
 
 }  // namespace paralab::exec::cpu

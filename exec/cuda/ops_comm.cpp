@@ -98,6 +98,10 @@ void collective(const OpCall& call, CudaOpContext& ctx, const Comm& comm) {
       enqueue_broadcast(comm, call.writes[0], n, t, 0, s);
       return;
     }
+    case CollKind::reduce:
+    case CollKind::gather:
+    case CollKind::scatter:  // only nn.DataParallel's IR has them, and it is simulated only
+      bad(op, std::string(to_string(c.kind)) + " is not executed (data_parallel_impl = \"dataparallel\" is simulated only)");
   }
 }
 

@@ -78,6 +78,9 @@ std::string take_host_step_error() {
   return e;
 }
 
-void add_offload_ops(CudaKernelTable& t) { t.add({OpKind::copy}, copy); }
+void add_offload_ops(CudaKernelTable& t) {
+  t.add({OpKind::copy}, copy);
+  t.add({OpKind::launch}, [](const OpCall&, CudaOpContext&) {});  // nn.DataParallel's host launch: no device work
+}
 
 }  // namespace paralab::exec::cuda

@@ -39,7 +39,7 @@ ComputeModel::ComputeModel(const Topology& topo) : dev_(topo.device), cal_(topo.
 }
 
 const DeviceSpec& ComputeModel::device_for(const Op& op) const {
-  if (!off_device(op.stream)) return dev_;
+  if (!off_device(op.stream) || op.kind == OpKind::launch) return dev_;  // a launch: the device's own cost
   if (!has_host_)
     throw InternalError("compute model: op " + op.full_name() + " runs off the device, but the topology has no [host]");
   return op.kind == OpKind::copy ? copy_dev_ : host_dev_;

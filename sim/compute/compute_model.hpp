@@ -78,6 +78,8 @@ double optimizer_model_us(const Op& op, const DeviceSpec& dev);
 // compute_offload.cpp: a host <-> device copy on `dev` = copy_engine(t); the devices that time
 // off-device ops.
 double copy_model_us(const Op& op, const DeviceSpec& dev);
+// compute_launch.cpp: one thread launching an op on `rows` GPUs in turn (nn.DataParallel).
+double launch_model_us(const Op& op, const DeviceSpec& dev);
 DeviceSpec host_share(const Topology& t);
 DeviceSpec copy_engine(const Topology& t);
 

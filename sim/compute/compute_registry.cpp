@@ -17,6 +17,7 @@ constexpr OpKind kMemoryBound[] = {
 constexpr OpKind kOptimizer[] = {OpKind::optimizer_step, OpKind::grad_norm, OpKind::overflow_check,
                                  OpKind::scaler_update};
 constexpr OpKind kCopy[] = {OpKind::copy};
+constexpr OpKind kLaunch[] = {OpKind::launch};
 
 const CostFamily kFamilies[] = {
     {"gemm", kGemm, &gemm_model_us},
@@ -24,6 +25,7 @@ const CostFamily kFamilies[] = {
     {"memory_bound", kMemoryBound, &memory_bound_model_us},
     {"optimizer", kOptimizer, &optimizer_model_us},
     {"host_copy", kCopy, &copy_model_us},
+    {"host_launch", kLaunch, &launch_model_us},
 };
 }  // namespace
 

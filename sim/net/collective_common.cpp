@@ -24,6 +24,9 @@ std::string_view to_string(CollKind k) {
     case CollKind::reduce_scatter: return "reduce_scatter";
     case CollKind::all_to_all: return "all_to_all";
     case CollKind::broadcast: return "broadcast";
+    case CollKind::reduce: return "reduce";
+    case CollKind::gather: return "gather";
+    case CollKind::scatter: return "scatter";
     case CollKind::p2p: return "p2p";
   }
   return "?";
@@ -36,6 +39,9 @@ CollKind to_net(paralab::CollKind k) {
     case paralab::CollKind::reduce_scatter: return CollKind::reduce_scatter;
     case paralab::CollKind::all_to_all: return CollKind::all_to_all;
     case paralab::CollKind::broadcast: return CollKind::broadcast;
+    case paralab::CollKind::reduce: return CollKind::reduce;
+    case paralab::CollKind::gather: return CollKind::gather;
+    case paralab::CollKind::scatter: return CollKind::scatter;
   }
   return CollKind::all_reduce;
 }

@@ -23,6 +23,9 @@ constexpr AlgoEntry kRegistry[] = {
     {CollKind::reduce_scatter, CollectiveAlgo::hierarchical, AlgoId::hierarchical,
      build_hier_reduce_scatter},
     {CollKind::broadcast, CollectiveAlgo::ring, AlgoId::ring, build_ring_broadcast},
+    {CollKind::reduce, CollectiveAlgo::ring, AlgoId::ring, build_ring_reduce},
+    {CollKind::gather, CollectiveAlgo::automatic, AlgoId::direct, build_direct_gather},
+    {CollKind::scatter, CollectiveAlgo::automatic, AlgoId::direct, build_direct_scatter},
     {CollKind::all_to_all, CollectiveAlgo::automatic, AlgoId::direct, build_direct_all_to_all},
     {CollKind::p2p, CollectiveAlgo::automatic, AlgoId::direct, build_direct_p2p},
 };

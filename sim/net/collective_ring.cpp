@@ -8,7 +8,9 @@
 // so one lockstep flow models the whole ring (all channels):
 //   T = launch + 2(n-1) * (step_lat + slowest edge latency) + 2(n-1)/n * N / (channels * B).
 // All-gather and reduce-scatter are one half: (n-1) steps, (n-1)/n * N per edge. Broadcast is
-// a pipelined chain from the root: (n-1) steps, N per edge.
+// a pipelined chain from the root: (n-1) steps, N per edge; reduce the same chain toward it.
+#include <algorithm>
+
 #include "sim/net/collective.hpp"
 
 namespace paralab::sim {
@@ -48,8 +50,10 @@ LogicalPattern build_ring_reduce_scatter(const BuildContext& ctx) {
   return ring_pattern(ctx, (n - 1) / n, static_cast<int64_t>(n) - 1);
 }
 
-LogicalPattern build_ring_broadcast(const BuildContext& ctx) {
-  // Each channel's ring, rotated to start at the root (member 0), minus the edge back to it.
+namespace {
+// Each channel's ring as a chain from the root (member 0), minus the edge back to it; toward
+// the root instead (`to_root`: a reduce, the same chain reversed, NCCL's ring reduce).
+LogicalPattern rooted_chain(const BuildContext& ctx, bool to_root) {
   LogicalPattern p;
   const uint32_t n = ctx.size();
   if (n < 2) return p;
@@ -62,6 +66,7 @@ LogicalPattern build_ring_broadcast(const BuildContext& ctx) {
     std::vector<uint32_t> chain;
     chain.reserve(n);
     for (size_t i = 0; i < n; ++i) chain.push_back(order[(root + i) % n]);
+    if (to_root) std::reverse(chain.begin(), chain.end());
     add_chain(flow, chain, 1.0 / static_cast<double>(ch), false);
   }
   LogicalPhase phase;
@@ -70,5 +75,9 @@ LogicalPattern build_ring_broadcast(const BuildContext& ctx) {
   p.phases.push_back(std::move(phase));
   return p;
 }
+}  // namespace
+
+LogicalPattern build_ring_broadcast(const BuildContext& ctx) { return rooted_chain(ctx, false); }
+LogicalPattern build_ring_reduce(const BuildContext& ctx) { return rooted_chain(ctx, true); }
 
 }  // namespace paralab::sim

@@ -15,7 +15,7 @@
 
 namespace paralab::sim {
 
-enum class CollKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, p2p };
+enum class CollKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, p2p };
 std::string_view to_string(CollKind k);
 // The network's kind of an IR collective.
 CollKind to_net(paralab::CollKind k);
@@ -23,7 +23,8 @@ CollKind to_net(paralab::CollKind k);
 // One call. `bytes` is per rank, as NCCL counts it: all_reduce: the buffer; reduce_scatter:
 // the input (each rank keeps bytes/n); all_gather: the output (each rank contributes bytes/n);
 // all_to_all: the total a rank sends (bytes/n to each peer, its own share included);
-// broadcast: the buffer (members[0] is the root); p2p: the message, members = {src, dst}.
+// broadcast, reduce: the buffer (members[0] is the root); gather: the root's output, scatter:
+// the root's input (each member's part is bytes/n); p2p: the message, members = {src, dst}.
 struct CommRequest {
   CollKind kind = CollKind::all_reduce;
   // automatic defers to the model's setting (SimulationConfig::collective_algorithm), which

@@ -222,3 +222,12 @@ TEST_CASE("the cpu backend refuses optimizer offload with a clear error", "[exec
     CHECK(msg.find("--backend cuda") != std::string::npos);
   }
 }
+
+// nn.DataParallel is simulated only (docs/dataparallel.md): execute says so before anything runs.
+TEST_CASE("execute refuses nn.DataParallel, which is simulated only", "[exec][dataparallel]") {
+  Scenario s = scenario("cpu-tp2", {"parallel.tensor=1", "cluster.devices_per_node=1"});
+  s.parallel.data_parallel_impl = DataParallelImpl::dataparallel;
+  const StepIR ir = build_step_ir(s);
+  auto world = make_self_transport();
+  CHECK_THROWS_WITH(execute(ir, *world, ExecuteOptions{}), Catch::Contains("simulated, not executed"));
+}

@@ -28,6 +28,11 @@ std::string signature(const PlanResult& r) {
   return s;
 }
 
+Scenario dp_base(const std::string& impl) {
+  const std::string f = std::string(PARALAB_SOURCE_DIR) + "/bench/sim/dataparallel/seed-resnet50-size.toml";
+  return load_scenario(f, {"parallel.data_parallel_impl=" + impl});
+}
+
 }  // namespace
 
 TEST_CASE("the memory model stays close to the IR's replay", "[plan][memory]") {
@@ -163,4 +168,18 @@ TEST_CASE("a baseline is simulated exactly and explained against", "[plan]") {
   const auto why = explain(r.layouts[0], *r.baseline);
   REQUIRE_FALSE(why.empty());
   CHECK(why[0].find("faster than") != std::string::npos);
+}
+
+// nn.DataParallel (docs/dataparallel.md): wherever it runs, DDP is faster, so the search proposes
+// DDP even from a DataParallel base (the seed notes' comparison, bench/sim/dataparallel/).
+TEST_CASE("the planner never proposes nn.DataParallel", "[plan][dataparallel]") {
+  const Scenario dp = dp_base("dataparallel");
+  PlanOptions o;
+  o.top = 3;
+  const PlanResult r = plan(dp, o);
+  REQUIRE_FALSE(r.layouts.empty());
+  for (const PlannedLayout& l : r.layouts) CHECK(apply(dp, l.candidate).parallel.data_parallel_impl == DataParallelImpl::ddp);
+  // The winner is as fast as the same search from a DDP base.
+  const PlanResult d = plan(dp_base("ddp"), o);
+  CHECK(r.layouts.front().result.step_time_s == d.layouts.front().result.step_time_s);
 }

@@ -74,6 +74,23 @@ TEST_CASE("net collectives: ring all-gather and reduce-scatter and broadcast mat
   CHECK(simulate_one(t, layout, bc) == Approx(kLaunchUs + 7 * a + N / B));
 }
 
+// nn.DataParallel's rooted collectives (docs/dataparallel.md). A ring reduce is the broadcast's
+// chain toward the root (NCCL's ring reduce): N per edge in n-1 steps. Gather and scatter are
+// every other member's N/n to or from the root at once: (n-1)/n N through the root's link.
+TEST_CASE("net collectives: reduce, gather and scatter match their closed forms", "[net][dataparallel]") {
+  const Topology t = make_topology(NetworkKind::none);
+  const Layout layout(8, 1, 1, 1, 8);
+  const double N = 32 * kMiB;
+  const double B = Bpus(kNvlinkGBps), a = kStepUs + kNvlinkLatUs;
+  const auto rd = request(sim::CollKind::reduce, {3, 0, 1, 2, 4, 5, 6, 7}, static_cast<int64_t>(N));
+  CHECK(simulate_one(t, layout, rd) == Approx(kLaunchUs + 7 * a + N / B));
+  for (sim::CollKind k : {sim::CollKind::gather, sim::CollKind::scatter}) {
+    CAPTURE(sim::to_string(k));
+    const auto r = request(k, {5, 0, 1, 2, 3, 4, 6, 7}, static_cast<int64_t>(N));
+    CHECK(simulate_one(t, layout, r) == Approx(kLaunchUs + a + 7.0 / 8 * N / B));
+  }
+}
+
 TEST_CASE("net collectives: send/recv and all-to-all match their closed forms", "[net]") {
   const Topology t = make_topology(NetworkKind::fat_tree, 2, 64, 1.0);
   const Layout layout(8, 1, 2, 1, 8);
