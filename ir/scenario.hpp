@@ -157,6 +157,11 @@ struct ClusterConfig {
 // [simulation]: knobs of the simulator that are not part of the layout.
 struct SimulationConfig {
   CollectiveAlgo collective_algorithm = CollectiveAlgo::automatic;
+  // Per-rank mode: each tensor-parallel group runs at its slowest member's speed, as one class
+  // (docs/simulator.md, "Per-rank mode"): 1/tensor as many simulated ranks. Exact when every
+  // rank's slowdown is the same for all its ops (gpu_speed_cv, whole-rank stragglers) and the
+  // group synchronizes between them, which its per-layer collectives do; otherwise an upper bound.
+  bool pace_tensor_groups = false;
 };
 
 // [reliability]: what interrupts a long run and what recovering costs (docs/goodput.md). Rates

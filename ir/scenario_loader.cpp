@@ -90,6 +90,7 @@ const Schema<Scenario>& scenario_schema() {
         .integer("cluster.nodes", AT(cluster.nodes), 1, 1000000)
         .integer("cluster.devices_per_node", AT(cluster.devices_per_node), 1, 1024);
     x.choice<CollectiveAlgo>("simulation.collective_algorithm", AT(simulation.collective_algorithm));
+    x.boolean("simulation.pace_tensor_groups", AT(simulation.pace_tensor_groups));
     x.real("reliability.gpu_failures_per_day", AT(reliability.gpu_failures_per_day), 0, 100)
         .real("reliability.node_failures_per_day", AT(reliability.node_failures_per_day), 0, 100)
         .real("reliability.checkpoint_write_gbps", AT(reliability.checkpoint_write_gbps), 0, 1e9, true)

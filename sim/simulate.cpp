@@ -32,7 +32,9 @@ Simulation simulate(const StepIR& ir, const SimulateOptions& options) {
   RankClasses classes;
   std::vector<ComputeModel> node_models;
   if (sim.per_rank) {
-    classes = rank_classes(ir, draw_hardware(ir, variation, options.sample));
+    std::vector<RankHardware> hw = draw_hardware(ir, variation, options.sample);
+    if (ir.scenario.simulation.pace_tensor_groups) pace_tensor_groups(ir, hw);
+    classes = rank_classes(ir, hw);
     node_models.reserve(variation.node_groups.size());
     for (const NodeGroup& g : variation.node_groups) node_models.emplace_back(g.resolved);
   }

@@ -108,6 +108,23 @@ std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig&
   return hw;
 }
 
+void pace_tensor_groups(const StepIR& ir, std::vector<RankHardware>& hw) {
+  if (ir.layout.tp() <= 1) return;
+  for (const std::vector<int64_t>& group : ir.layout.all_groups(GroupKind::tp)) {
+    RankHardware slowest = hw.at(static_cast<size_t>(group.front()));
+    for (int64_t r : group) {
+      const RankHardware& h = hw.at(static_cast<size_t>(r));
+      for (size_t k = 0; k < slowest.slowdown.size(); ++k) slowest.slowdown[k] = std::max(slowest.slowdown[k], h.slowdown[k]);
+      slowest.nic_fraction = std::min(slowest.nic_fraction, h.nic_fraction);
+    }
+    for (int64_t r : group) {
+      RankHardware& h = hw[static_cast<size_t>(r)];
+      h.slowdown = slowest.slowdown;
+      h.nic_fraction = slowest.nic_fraction;
+    }
+  }
+}
+
 RankClasses rank_classes(const StepIR& ir, const std::vector<RankHardware>& hw) {
   const Layout& L = ir.layout;
   const auto world = static_cast<size_t>(L.world());

@@ -56,6 +56,10 @@ double packed_attention_work(const VariationConfig& v, int64_t seq_length, int64
 // groups applied on top. Speed s divides every compute duration.
 std::vector<RankHardware> draw_hardware(const StepIR& ir, const VariationConfig& v, int64_t sample);
 
+// Every member of a tensor-parallel group gets the group's slowest hardware: per op kind the
+// largest slowdown, the smallest NIC fraction (SimulationConfig::pace_tensor_groups).
+void pace_tensor_groups(const StepIR& ir, std::vector<RankHardware>& hw);
+
 struct RankClass {
   int64_t rep = 0;       // the lowest rank of the class: the one simulated
   int64_t stage = 0;

@@ -281,3 +281,36 @@ TEST_CASE("packed sequences: attention work per micro-batch, per data-parallel r
   const Simulation varied = simulate(build_step_ir(exp_s));
   CHECK(varied.simulated_ranks == 4 * 4);  // stages x replicas
 }
+
+// simulation.pace_tensor_groups: each TP group at its slowest member's speed, one class per
+// group. Exact in step time for whole-rank slowdowns (gpu_speed_cv, stragglers of every op):
+// between two tensor-parallel collectives each member's time scales by its own factor, so the
+// group waits for the slowest at every one of them. The members' own DP and pipeline traffic
+// start when the slowest's would: close, and never earlier (bench/results/per_rank.md).
+TEST_CASE("paced tensor groups: 1/tensor of the classes, the step of every rank simulated", "[engine][per-rank]") {
+  for (const char* seed : {"variation.seed=1", "variation.seed=7"}) {
+    CAPTURE(seed);
+    std::vector<std::string> sets = {seed, "variation.gpu_speed_cv=0.05"};
+    Scenario exact_s = load_inline(tp_pp_dp(), sets);
+    sets.push_back("simulation.pace_tensor_groups=true");
+    Scenario paced_s = load_inline(tp_pp_dp(), sets);
+    const Simulation exact = simulate(build_step_ir(exact_s));
+    const Simulation paced = simulate(build_step_ir(paced_s));
+    REQUIRE(exact.per_rank);
+    CHECK(exact.simulated_ranks == 32);
+    CHECK(paced.simulated_ranks == 16);  // TP2: one class per tensor-parallel group
+    CHECK(paced.result.step_time_s == Approx(exact.result.step_time_s).epsilon(0.01));
+    CHECK(paced.result.step_time_s >= exact.result.step_time_s * (1 - 1e-9));
+  }
+  // A straggler slowing every op of one rank: its whole TP group is paced by it.
+  Scenario s = load_inline(tp_pp_dp());
+  Straggler st;
+  st.rank = 5;
+  st.slowdown = 1.3;
+  s.variation.stragglers.push_back(st);
+  const Simulation exact = simulate(build_step_ir(s));
+  s.simulation.pace_tensor_groups = true;
+  const Simulation paced = simulate(build_step_ir(s));
+  CHECK(paced.simulated_ranks < exact.simulated_ranks);
+  CHECK(paced.result.step_time_s == Approx(exact.result.step_time_s).epsilon(0.01));
+}
