@@ -5,6 +5,7 @@
 #include <map>
 
 #include "exec/fill_math.hpp"
+#include "exec/plan_params.hpp"
 #include "ir/error.hpp"
 
 namespace paralab::exec {
@@ -191,58 +192,15 @@ std::vector<CommKey> job_comms(const StepIR& ir) {
   return out;
 }
 
-RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
-  RankPlan p;
-  p.ir = &ir;
-  p.graph = &ir.graph_for(rank);
-  p.rank = rank;
-  p.coord = ir.layout.coord(rank);
-  p.dp_size = ir.layout.group_size(GroupKind::dp);
-  p.dp_index = ir.layout.index_in_group(GroupKind::dp, rank);
-  p.comms = job_comms(ir);
+namespace {
+// What each buffer of the rank holds before the step (BufferPlan): seeded weights and moments,
+// master copies of the weights, token ids, zeros, or poison for the never-written.
+void plan_buffers(RankPlan& p, const std::map<std::string, BufferId>& by_name, uint64_t seed, bool poison) {
+  const StepIR& ir = *p.ir;
   const StepGraph& g = *p.graph;
   const Scenario& s = ir.scenario;
-  const uint64_t seed = static_cast<uint64_t>(s.training.seed);
-
-  auto comm_slot = [&](CommKey k) {
-    for (size_t i = 0; i < p.comms.size(); ++i)
-      if (p.comms[i] == k) return static_cast<int>(i);
-    throw InternalError("plan_rank: communicator " + k.label() + " missing");
-  };
-
-  p.ops.resize(g.ops.size());
-  for (const Op& op : g.ops) {
-    OpPlan& o = p.ops[op.id];
-    p.stream_used[static_cast<size_t>(op.stream)] = true;
-    auto resolve = [&](const TensorRef& t, bool is_read) {
-      const int64_t off = t.offset + view_shift(ir, g, op, t, is_read, rank);
-      if (off < 0 || off + t.numel() > g.buffer(t.buffer).elements)
-        throw InternalError("plan_rank: view of '" + g.buffer(t.buffer).name + "' in op " + op_label(op) +
-                            " leaves the buffer after the rank's shard offset");
-      return ResolvedRef{t.buffer, off, t.numel(), t.dtype};
-    };
-    for (const TensorRef& t : op.reads) o.reads.push_back(resolve(t, true));
-    for (const TensorRef& t : op.writes) o.writes.push_back(resolve(t, false));
-    for (size_t w = 0; w < op.writes.size(); ++w) o.accumulates.push_back(accumulating_write(op, w));
-    if (const auto* c = op.collective()) {
-      o.group = ir.group_of(rank, op);
-      o.index = static_cast<int>(ir.layout.index_in_group(c->group, rank));
-      o.comm = comm_slot({c->group, op.stream, false});
-    } else if (const auto* t = op.p2p()) {
-      o.group = ir.group_of(rank, op);
-      o.index = static_cast<int>(ir.layout.index_in_group(t->group, rank));
-      const int n = static_cast<int>(o.group.size());
-      if (t->send_offset != 0) o.send_to = ((o.index + t->send_offset) % n + n) % n;
-      if (t->recv_offset != 0) o.recv_from = ((o.index + t->recv_offset) % n + n) % n;
-      o.comm = comm_slot({t->group, Stream::compute, true});
-    }
-  }
-
-  // Buffer contents.
   const int64_t zero = s.parallel.zero_stage;
   const bool shard_opt = zero >= 1 && p.dp_size > 1, shard_weights = zero >= 3 && p.dp_size > 1;
-  std::map<std::string, BufferId> by_name;
-  for (BufferId b = 0; b < g.buffers.size(); ++b) by_name[g.buffers[b].name] = b;
   std::vector<OpId> first_use(g.buffers.size(), kNoOp);
   for (const Op& op : g.ops)
     for (BufferId b : op.allocs) first_use[b] = op.id;
@@ -327,81 +285,61 @@ RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
     }
   }
 
-  // Parameters: every view of a weights bucket an op reads, named by (layer, role).
-  const ModelShape& m = ir.shape;
-  auto add_param = [&](const Op& op, size_t read, const char* role, ParamSplit split, bool gain, int32_t layer) {
-    if (read >= op.reads.size()) return;
-    const TensorRef& t = op.reads[read];
-    BufferId bucket = t.buffer;
-    const Buffer& b = g.buffer(t.buffer);
-    if (!(b.resident && b.category == MemCategory::weights)) {  // ZeRO-3: the gathered copy
-      const std::string suffix = ".gathered";
-      if (b.name.size() <= suffix.size() || b.name.compare(b.name.size() - suffix.size(), suffix.size(), suffix) != 0) return;
-      auto it = by_name.find(b.name.substr(0, b.name.size() - suffix.size()));
-      if (it == by_name.end()) return;
-      bucket = it->second;
-    }
-    for (const ParamRegion& r : p.params)
-      if (r.buffer == bucket && r.offset == t.offset) return;  // seen (recomputation, micro-batches)
-    ParamRegion r;
-    r.buffer = bucket;
-    r.offset = t.offset;
-    r.rows = t.rank >= 2 ? t.shape[0] : 1;
-    r.cols = t.rank >= 2 ? t.shape[1] : t.shape[0];
-    r.key = seed_key({seed, hash_string("param"), static_cast<uint64_t>(layer + 2), hash_string(role)});
-    r.gain = gain;
-    r.split = split;
-    r.tp = p.coord.tp;
-    r.tp_size = m.tp;
-    r.heads = m.heads_local();
-    r.groups = m.groups_local();
-    r.head_dim = m.head_dim;
-    r.ffn = m.ffn_local();
-    r.role = (layer < 0 ? std::string("emb") : layer >= m.layers ? std::string("head") : "L" + std::to_string(layer)) + "." + role;
-    p.params.push_back(r);
+}
+
+}  // namespace
+
+RankPlan plan_rank(const StepIR& ir, int64_t rank, bool poison) {
+  RankPlan p;
+  p.ir = &ir;
+  p.graph = &ir.graph_for(rank);
+  p.rank = rank;
+  p.coord = ir.layout.coord(rank);
+  p.dp_size = ir.layout.group_size(GroupKind::dp);
+  p.dp_index = ir.layout.index_in_group(GroupKind::dp, rank);
+  p.comms = job_comms(ir);
+  const StepGraph& g = *p.graph;
+  const Scenario& s = ir.scenario;
+  const uint64_t seed = static_cast<uint64_t>(s.training.seed);
+
+  auto comm_slot = [&](CommKey k) {
+    for (size_t i = 0; i < p.comms.size(); ++i)
+      if (p.comms[i] == k) return static_cast<int>(i);
+    throw InternalError("plan_rank: communicator " + k.label() + " missing");
   };
-  const ParamSplit fc1_split = m.activation == Activation::swiglu ? ParamSplit::swiglu_cols : ParamSplit::cols;
+
+  p.ops.resize(g.ops.size());
   for (const Op& op : g.ops) {
-    const std::string_view name = op.name;
-    switch (op.kind) {
-      case OpKind::gemm: {
-        const GemmAttrs& gm = *op.gemm();
-        if (gm.role != GemmRole::linear_fwd) break;
-        const bool bias = gm.bias;
-        if (name == "qkv") {
-          add_param(op, 1, "qkv_w", ParamSplit::qkv_cols, false, op.layer);
-          if (bias) add_param(op, 2, "qkv_b", ParamSplit::qkv_cols, false, op.layer);
-        } else if (name == "proj") {
-          add_param(op, 1, "proj_w", ParamSplit::rows, false, op.layer);
-        } else if (name == "fc1") {
-          add_param(op, 1, "fc1_w", fc1_split, false, op.layer);
-          if (bias) add_param(op, 2, "fc1_b", fc1_split, false, op.layer);
-        } else if (name == "fc2") {
-          add_param(op, 1, "fc2_w", ParamSplit::rows, false, op.layer);
-        } else if (name == "output_layer") {  // tied: the word embedding (the last stage's copy too)
-          if (m.tied) add_param(op, 1, "word_emb", ParamSplit::rows, false, -1);
-          else add_param(op, 1, "out_w", ParamSplit::rows, false, op.layer);
-        }
-        break;
-      }
-      case OpKind::layernorm_fwd:
-      case OpKind::rmsnorm_fwd: {
-        const std::string n(name);
-        add_param(op, 1, (n + "_w").c_str(), ParamSplit::none, true, op.layer);
-        add_param(op, 2, (n + "_b").c_str(), ParamSplit::none, false, op.layer);
-        break;
-      }
-      case OpKind::dropout_add_fwd:
-        if (name == "bias_dropout_add1") add_param(op, 2, "proj_b", ParamSplit::none, false, op.layer);
-        if (name == "bias_dropout_add2") add_param(op, 2, "fc2_b", ParamSplit::none, false, op.layer);
-        break;
-      case OpKind::embedding_fwd:
-        add_param(op, 1, "word_emb", ParamSplit::rows, false, -1);
-        add_param(op, 2, "pos_emb", ParamSplit::none, false, -1);
-        break;
-      default: break;
+    OpPlan& o = p.ops[op.id];
+    p.stream_used[static_cast<size_t>(op.stream)] = true;
+    auto resolve = [&](const TensorRef& t, bool is_read) {
+      const int64_t off = t.offset + view_shift(ir, g, op, t, is_read, rank);
+      if (off < 0 || off + t.numel() > g.buffer(t.buffer).elements)
+        throw InternalError("plan_rank: view of '" + g.buffer(t.buffer).name + "' in op " + op_label(op) +
+                            " leaves the buffer after the rank's shard offset");
+      return ResolvedRef{t.buffer, off, t.numel(), t.dtype};
+    };
+    for (const TensorRef& t : op.reads) o.reads.push_back(resolve(t, true));
+    for (const TensorRef& t : op.writes) o.writes.push_back(resolve(t, false));
+    for (size_t w = 0; w < op.writes.size(); ++w) o.accumulates.push_back(accumulating_write(op, w));
+    if (const auto* c = op.collective()) {
+      o.group = ir.group_of(rank, op);
+      o.index = static_cast<int>(ir.layout.index_in_group(c->group, rank));
+      o.comm = comm_slot({c->group, op.stream, false});
+    } else if (const auto* t = op.p2p()) {
+      o.group = ir.group_of(rank, op);
+      o.index = static_cast<int>(ir.layout.index_in_group(t->group, rank));
+      const int n = static_cast<int>(o.group.size());
+      if (t->send_offset != 0) o.send_to = ((o.index + t->send_offset) % n + n) % n;
+      if (t->recv_offset != 0) o.recv_from = ((o.index + t->recv_offset) % n + n) % n;
+      o.comm = comm_slot({t->group, Stream::compute, true});
     }
   }
+
+  std::map<std::string, BufferId> by_name;
+  for (BufferId b = 0; b < g.buffers.size(); ++b) by_name[g.buffers[b].name] = b;
+  plan_buffers(p, by_name, seed, poison);
+  add_param_regions(p, by_name, seed);
   return p;
 }
 
