@@ -56,14 +56,30 @@ std::string seconds(double s) {
 }
 
 // Offload: the pinned host memory of the busiest rank, and of a node's ranks against the host's.
+struct HostMemory {
+  double per_rank = 0, per_node = 0, capacity = 0;
+};
+HostMemory host_memory(const sim::Simulation& sim, const StepIR& ir) {
+  HostMemory h;
+  for (const auto& m : sim.memory) h.per_rank = std::max(h.per_rank, m.host_resident);
+  h.per_node = h.per_rank * static_cast<double>(ir.layout.devices_per_node());
+  h.capacity = ir.scenario.topology.host.memory_gib * kGiB;
+  return h;
+}
+
+void add_host_memory_json(nlohmann::json& j, const sim::Simulation& sim, const StepIR& ir) {
+  const HostMemory h = host_memory(sim, ir);
+  if (h.per_rank <= 0) return;
+  j["host_memory_per_rank_gib"] = h.per_rank / kGiB;
+  j["host_memory_per_node_gib"] = h.per_node / kGiB;
+  j["host_memory_capacity_gib"] = h.capacity / kGiB;
+  j["fits_in_host_memory"] = h.per_node <= h.capacity;
+}
+
 void print_host_memory(const sim::Simulation& sim, const StepIR& ir) {
-  const Scenario& sc = ir.scenario;
-  double per_rank = 0;
-  for (const auto& m : sim.memory) per_rank = std::max(per_rank, m.host_resident);
-  const double node = per_rank * static_cast<double>(ir.layout.devices_per_node());
-  const double capacity = sc.topology.host.memory_gib * kGiB;
-  std::printf("host mem    %.2f GiB pinned per rank, %.2f of %.0f GiB per node: %s\n", per_rank / kGiB, node / kGiB,
-              sc.topology.host.memory_gib, node <= capacity ? "fits" : "DOES NOT FIT");
+  const HostMemory h = host_memory(sim, ir);
+  std::printf("host mem    %.2f GiB pinned per rank, %.2f of %.0f GiB per node: %s\n", h.per_rank / kGiB, h.per_node / kGiB,
+              h.capacity / kGiB, h.per_node <= h.capacity ? "fits" : "DOES NOT FIT");
 }
 
 void print_table(const sim::Simulation& sim, const StepIR& ir, double ir_s) {
@@ -244,6 +260,11 @@ int run_simulate(int argc, char** argv) {
     j["network"] = {{"calls", sim.network.calls}, {"flows", sim.network.flows}, {"patterns", sim.network.patterns}};
     if (good) j["goodput"] = goodput_json(*good);
     j["simulated_ranks"] = sim.simulated_ranks;
+    add_host_memory_json(j, sim, ir);
+    if (ir.scenario.parallel.data_parallel_impl == DataParallelImpl::dataparallel && ir.layout.dp() > 1) {
+      const DeviceBusy busy = dataparallel_busy(sim.result, ir);
+      j["dataparallel"] = {{"device0_busy_s", busy.root_s}, {"replica_busy_s", busy.replica_s}};
+    }
     add_variation_json(j, var, sim.result.step_time_s);
     std::printf("%s\n", j.dump(2).c_str());
   } else {

@@ -177,3 +177,13 @@ TEST_CASE("offload refuses what Megatron-LM and DeepSpeed refuse", "[ir][offload
   fails({"training.optimizer_offload_fraction=1.5"}, "training.optimizer_offload_fraction", "");
   fails({"parallel.offload_param=disk"}, "parallel.offload_param", "cpu");
 }
+
+TEST_CASE("inspect says when the offloaded state does not fit in host memory", "[ir][offload]") {
+  Scenario s = offload_scenario({"training.optimizer_cpu_offload=true"});
+  const StepSummary fits = summarize(build_step_ir(s));
+  CHECK(fits.fits_in_host_memory);
+  s.topology.host.memory_gib = fits.host_memory_bytes_per_node / (1024.0 * 1024.0 * 1024.0) / 2;  // half of what it needs
+  const StepSummary over = summarize(build_step_ir(s));
+  CHECK_FALSE(over.fits_in_host_memory);
+  CHECK(over.host_memory_bytes_per_node == Approx(fits.host_memory_bytes_per_node));
+}
