@@ -103,9 +103,10 @@ void ParamStore::emit_optimizer(std::optional<BufferId> found_inf, std::optional
   std::vector<Bucket*> offloaded;
   for (Bucket& bk : buckets_)
     if (bk.host_n > 0) offloaded.push_back(&bk);
-  for (Bucket* bk : offloaded)
-    d2h.push_back(copy("grad_d2h", Stream::d2h, b_.view(grad_target(*bk).buffer, {bk->host_n}, grad_target(*bk).offset),
-                       b_.whole(bk->h_grad)));
+  for (Bucket* bk : offloaded) {
+    const TensorRef g = grad_target(*bk);
+    d2h.push_back(copy("grad_d2h", Stream::d2h, b_.view(g.buffer, {bk->host_n}, g.offset), b_.whole(bk->h_grad)));
+  }
   if (ready != kNoOp && b_.size() > first_copy) b_.depend(static_cast<OpId>(first_copy), ready);
   for (Bucket* bk : offloaded) {
     OpSpec spec = step_spec(b_.whole(bk->h_grad), b_.whole(bk->h_param), opt(bk->has_master, bk->h_master),

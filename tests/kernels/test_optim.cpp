@@ -32,6 +32,21 @@ struct AdamRef {
   }
 };
 
+// The step's buffers (fp32 master and moments, grads in `gd`, bf16 weights copy) as AdamWArgs.
+AdamWArgs adamw_buffers(std::vector<float>& master, std::vector<float>& m, std::vector<float>& v, const void* grad,
+                        Dtype gd, Buffer& param) {
+  AdamWArgs a;
+  a.master = master.data();
+  a.exp_avg = m.data();
+  a.exp_avg_sq = v.data();
+  a.grad = grad;
+  a.grad_dtype = gd;
+  a.param = param.data();
+  a.param_dtype = Dtype::bf16;
+  a.n = static_cast<int64_t>(master.size());
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("adamw matches the textbook algorithm over several steps", "[kernels][adamw]") {
@@ -51,15 +66,7 @@ TEST_CASE("adamw matches the textbook algorithm over several steps", "[kernels][
       std::vector<double> true_g(n);
       for (int64_t i = 0; i < n; ++i) true_g[i] = g.ref[i] * clip / S;
       ref.step(true_g, t, lr, b1, b2, eps, wd);
-      AdamWArgs a;
-      a.master = master.data();
-      a.exp_avg = m.data();
-      a.exp_avg_sq = v.data();
-      a.grad = g.buf.data();
-      a.grad_dtype = gd;
-      a.param = param.data();
-      a.param_dtype = Dtype::bf16;
-      a.n = n;
+      AdamWArgs a = adamw_buffers(master, m, v, g.buf.data(), gd, param);
       a.lr = float(lr);
       a.beta1 = float(b1);
       a.beta2 = float(b2);
@@ -155,15 +162,7 @@ TEST_CASE("host adamw on any number of threads is the CPU twin, bit for bit", "[
     const float S = 128.f;
     auto run = [&](int threads, std::vector<float>& master, std::vector<float>& m, std::vector<float>& v, Buffer& param) {
       master = master0, m = m0, v = v0;
-      AdamWArgs a;
-      a.master = master.data();
-      a.exp_avg = m.data();
-      a.exp_avg_sq = v.data();
-      a.grad = g.buf.data();
-      a.grad_dtype = gd;
-      a.param = param.data();
-      a.param_dtype = Dtype::bf16;
-      a.n = n;
+      AdamWArgs a = adamw_buffers(master, m, v, g.buf.data(), gd, param);
       a.lr = 3e-4f;
       a.beta2 = 0.95f;
       a.weight_decay = 0.1f;
