@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "interop/rule.hpp"
+#include "ir/pipeline_layout.hpp"
 
 namespace paralab::interop {
 
@@ -165,7 +166,11 @@ void derive_sequence_parallel(ScenarioDraft& d) {
 void derive_virtual_stages(ScenarioDraft& d) {
   if (const SourceItem* per = d.take("layers_per_virtual_stage"); per && !per->null) {
     const int64_t n = item_integer(*per);
-    const int64_t layers = d.integer("model.num_layers").value_or(0), pp = d.integer("parallel.pipeline").value_or(1);
+    // Megatron-LM counts the embedding and loss as layers here when asked to (arguments.py).
+    const int64_t layers = d.integer("model.num_layers").value_or(0) +
+                           (d.text("parallel.account_for_embedding_in_pipeline_split") == "true") +
+                           (d.text("parallel.account_for_loss_in_pipeline_split") == "true");
+    const int64_t pp = d.integer("parallel.pipeline").value_or(1);
     if (d.has("parallel.virtual_pipeline_stages"))
       fail(*per, "given with the number of virtual stages too", "one of the two");
     if (layers <= 0 || layers % pp != 0 || (layers / pp) % n != 0)
@@ -177,7 +182,17 @@ void derive_virtual_stages(ScenarioDraft& d) {
                per->origin() + ": " + std::to_string(layers) + " layers / " + std::to_string(pp) + " stages / " +
                    std::to_string(n));
   }
-  if (d.integer("parallel.virtual_pipeline_stages").value_or(1) > 1 && !d.has("parallel.schedule"))
+  int64_t virtual_stages = d.integer("parallel.virtual_pipeline_stages").value_or(1);
+  // A layout sets the virtual stages (its stage count / pipeline). A layout that does not parse
+  // is left to check_draft, which reports the loader's error against the input item.
+  if (d.has("parallel.pipeline_model_parallel_layout")) try {
+      const auto stages = parse_pipeline_layout(d.text("parallel.pipeline_model_parallel_layout"), SourceLoc{},
+                                                "parallel.pipeline_model_parallel_layout");
+      virtual_stages =
+          static_cast<int64_t>(stages.size()) / std::max<int64_t>(1, d.integer("parallel.pipeline").value_or(1));
+    } catch (const ConfigError&) {
+    }
+  if (virtual_stages > 1 && !d.has("parallel.schedule"))
     d.set("parallel.schedule", "\"interleaved\"", "Megatron-LM runs the interleaved 1F1B schedule with virtual stages");
 }
 

@@ -128,6 +128,9 @@ void apply_rule(ScenarioDraft& draft, const Rule* rule, const SourceItem& item) 
     case Conv::real:
       draft.set_from(rule->key, toml_number(item_real(item)), item);
       return;
+    case Conv::text:
+      draft.set_from(rule->key, toml_string(item_word(item)), item);
+      return;
     case Conv::boolean:
       draft.set_from(rule->key, item_bool(item) ? "true" : "false", item);
       return;

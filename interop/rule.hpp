@@ -13,6 +13,7 @@ namespace paralab::interop {
 enum class Conv : uint8_t {
   integer,      // one integer value -> `key`
   real,         // one number -> `key`
+  text,         // one word -> `key` as a TOML string
   boolean,      // a YAML true/false -> `key`
   negated,      // a YAML true/false -> `key` = not the value
   set,          // an argument without value, or a YAML true -> `key` = `arg` (a TOML value)

@@ -17,9 +17,15 @@ struct ChunkSpec {
   bool head = false;          // last virtual stage: final norm, output layer and loss
 };
 
-// Megatron's assignment: with v chunks per stage, virtual stage c*p + s holds layers
-// [(c p + s) L/(p v), (c p + s + 1) L/(p v)) (Narayanan et al. 2021, Sec. 2.2.2); uneven
-// first/last stages take decoder_first/last_pipeline_num_layers and the rest split evenly.
+// Transformer layers of each virtual stage, in virtual-stage order (c*p + s). Megatron's
+// assignment: with v chunks per stage, virtual stage c*p + s holds layers
+// [(c p + s) L/(p v), (c p + s + 1) L/(p v)) (Narayanan et al. 2021, Sec. 2.2.2); with the
+// embedding / loss counted, (L + 1 + 1)/(p v) each with one fewer on the first / last; uneven
+// first/last stages take decoder_first/last_pipeline_num_layers and the rest split evenly; a
+// pipeline_model_parallel_layout gives every stage's count. Assumes a validated scenario.
+std::vector<int64_t> virtual_stage_layers(const Scenario& s);
+
+// The chunks pipeline stage `stage` runs, layers numbered in virtual-stage order.
 std::vector<ChunkSpec> stage_chunks(const Scenario& s, int64_t stage);
 
 }  // namespace paralab

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/dtype.hpp"
 #include "ir/error.hpp"
+#include "ir/pipeline_layout.hpp"
 #include "ir/topology.hpp"
 #include "ir/variation.hpp"
 
@@ -132,6 +134,15 @@ struct ParallelConfig {
   // trained with one layer fewer on the first and last of 16 stages (Llama 3 paper, Sec. 3.3).
   int64_t decoder_first_pipeline_num_layers = 0;
   int64_t decoder_last_pipeline_num_layers = 0;
+  // Megatron-LM's account_for_embedding/loss_in_pipeline_split: the embedding (loss) counts as
+  // one layer of the first (last) virtual stage when the layers are split, so 126 layers + 2 go
+  // 16 per stage on 8 stages, the first and last holding 15 transformer layers.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  // Megatron-LM's pipeline_model_parallel_layout (ir/pipeline_layout.hpp): every virtual stage's
+  // layers; sets virtual_pipeline_stages to its stage count / pipeline. Empty: not given.
+  std::string pipeline_model_parallel_layout;
+  std::vector<VirtualStageLayers> pipeline_layout;  // parsed at load
 
   [[nodiscard]] int64_t world() const { return tensor * pipeline * context * data; }
   // Bytes of gradients per bucket (see dp_bucket_mb).

@@ -2,6 +2,8 @@
 #include "ir/scenario_loader.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include "ir/ir_size.hpp"
 #include "ir/raw_config.hpp"
@@ -85,7 +87,14 @@ const Schema<Scenario>& scenario_schema() {
         .integer("parallel.decoder_first_pipeline_num_layers",
                  AT(parallel.decoder_first_pipeline_num_layers), 1, 10000)
         .integer("parallel.decoder_last_pipeline_num_layers",
-                 AT(parallel.decoder_last_pipeline_num_layers), 1, 10000);
+                 AT(parallel.decoder_last_pipeline_num_layers), 1, 10000)
+        .boolean("parallel.account_for_embedding_in_pipeline_split",
+                 AT(parallel.account_for_embedding_in_pipeline_split))
+        .boolean("parallel.account_for_loss_in_pipeline_split", AT(parallel.account_for_loss_in_pipeline_split))
+        .field("parallel.pipeline_model_parallel_layout", [](Scenario& sc, const RawValue& v, const std::string& k) {
+          sc.parallel.pipeline_model_parallel_layout = read_string(v, k);
+          sc.parallel.pipeline_layout = parse_pipeline_layout(sc.parallel.pipeline_model_parallel_layout, v.loc, k);
+        });
     x.text("cluster.topology", AT(cluster.topology))
         .integer("cluster.nodes", AT(cluster.nodes), 1, 1000000)
         .integer("cluster.devices_per_node", AT(cluster.devices_per_node), 1, 1024);
@@ -108,6 +117,35 @@ const Schema<Scenario>& scenario_schema() {
   return schema;
 }
 #undef AT
+
+// Megatron-LM's argument names, accepted for the [parallel] keys they mean (docs/config.md).
+constexpr std::pair<std::string_view, std::string_view> kParallelAliases[] = {
+    {"parallel.tensor_model_parallel_size", "parallel.tensor"},
+    {"parallel.pipeline_model_parallel_size", "parallel.pipeline"},
+    {"parallel.context_parallel_size", "parallel.context"},
+    {"parallel.data_parallel_size", "parallel.data"},
+    {"parallel.num_virtual_stages_per_pipeline_rank", "parallel.virtual_pipeline_stages"},
+    {"parallel.virtual_pipeline_model_parallel_size", "parallel.virtual_pipeline_stages"},
+    {"parallel.num_layers_in_first_pipeline_stage", "parallel.decoder_first_pipeline_num_layers"},
+    {"parallel.num_layers_in_last_pipeline_stage", "parallel.decoder_last_pipeline_num_layers"},
+};
+
+// Renames aliases in one source (the file, or the --set list) to their keys; a key given under
+// two names in one source is refused.
+void canonicalize_aliases(RawTable& t) {
+  for (const auto& [alias, key] : kParallelAliases) {
+    auto it = t.find(std::string(alias));
+    if (it == t.end()) continue;
+    const std::string canonical(key);
+    if (t.count(canonical))
+      throw ConfigError(it->second.loc, it->first, it->second.text,
+                        "is Megatron-LM's name for " + canonical + ", which is also set (at " +
+                            t.at(canonical).loc.str() + ")",
+                        "one of the two names");
+    t[canonical] = it->second;
+    t.erase(it);
+  }
+}
 
 std::filesystem::path preset_path(const std::string& name) {
   return data_dir() / "scenarios" / "presets" / (name + ".toml");
@@ -166,6 +204,9 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
     }
   }
 
+  canonicalize_aliases(raw.values);
+  canonicalize_aliases(set_values);
+
   // Merge: preset, then the file, then --set.
   RawTable merged;
   const RawTable* preset_src = set_values.count("model.preset") ? &set_values : &raw.values;
@@ -210,6 +251,12 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   }
   if (!merged.count("model.ffn_hidden_size")) m.ffn_hidden_size = 4 * m.hidden_size;
   if (!merged.count("model.max_position_embeddings")) m.max_position_embeddings = m.seq_length;
+  // A pipeline layout sets the virtual stages (Megatron-LM: its stage count / pipeline size);
+  // validate_model_and_splits checks that it divides and agrees with an explicit value.
+  ParallelConfig& par = s.parallel;
+  if (!par.pipeline_layout.empty() && !merged.count("parallel.virtual_pipeline_stages") &&
+      static_cast<int64_t>(par.pipeline_layout.size()) % par.pipeline == 0)
+    par.virtual_pipeline_stages = static_cast<int64_t>(par.pipeline_layout.size()) / par.pipeline;
 
   // Topology.
   const RawValue& topo = merged.at("cluster.topology");

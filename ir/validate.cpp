@@ -81,31 +81,7 @@ void validate_model_and_splits(const Scenario& s) {
            "is smaller than seq_length (" + std::to_string(m.seq_length) + ")",
            ">= " + std::to_string(m.seq_length));
 
-  // Pipeline: an even split, or Megatron's uneven first/last stages with the rest even.
-  const int64_t first = p.decoder_first_pipeline_num_layers, last = p.decoder_last_pipeline_num_layers;
-  if (first > 0 || last > 0) {
-    const std::string key = first > 0 ? "parallel.decoder_first_pipeline_num_layers"
-                                      : "parallel.decoder_last_pipeline_num_layers";
-    const int64_t fixed_stages = (first > 0) + (last > 0);
-    const int64_t rest = m.num_layers - first - last;
-    if (p.pipeline <= fixed_stages || rest <= 0 || rest % (p.pipeline - fixed_stages) != 0)
-      c.fail(key, first > 0 ? first : last,
-             "the remaining " + std::to_string(rest) + " layers do not split evenly over the other " +
-                 std::to_string(p.pipeline - fixed_stages) + " pipeline stages",
-             "values that leave a positive multiple of " + std::to_string(p.pipeline - fixed_stages) +
-                 " layers for the middle stages");
-    if (p.virtual_pipeline_stages > 1)
-      c.fail(key, first > 0 ? first : last, "uneven stages are not supported with virtual stages",
-             "virtual_pipeline_stages = 1");
-  } else if (m.num_layers % p.pipeline != 0) {
-    c.fail("parallel.pipeline", p.pipeline,
-           "does not divide num_layers (" + std::to_string(m.num_layers) + ")",
-           "a divisor of " + std::to_string(m.num_layers) + ": " + divisors_of(m.num_layers) +
-               ", or set parallel.decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers");
-  }
-  const int64_t layers_per_stage = m.num_layers / p.pipeline;
-  c.divides("parallel.virtual_pipeline_stages", p.virtual_pipeline_stages, layers_per_stage,
-            "the layers per pipeline stage");
+  validate_pipeline_split(s);
   // Sequence: context parallelism splits it, sequence parallelism splits each CP chunk over TP.
   c.divides("parallel.context", p.context, m.seq_length, "seq_length");
   // Megatron-LM's load-balanced causal split (docs/executor.md, "Context parallelism"): each

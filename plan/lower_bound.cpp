@@ -50,6 +50,9 @@ Scenario one_stage_probe(const Scenario& s, int64_t layers, int64_t microbatches
   p.parallel.virtual_pipeline_stages = 1;
   p.parallel.schedule = Schedule::one_f_one_b;
   p.parallel.decoder_first_pipeline_num_layers = p.parallel.decoder_last_pipeline_num_layers = 0;
+  p.parallel.account_for_embedding_in_pipeline_split = p.parallel.account_for_loss_in_pipeline_split = false;
+  p.parallel.pipeline_model_parallel_layout.clear();
+  p.parallel.pipeline_layout.clear();
   p.parallel.data = data;
   p.training.global_batch_size = microbatches * p.training.micro_batch_size * data;
   return p;

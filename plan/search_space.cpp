@@ -49,6 +49,9 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
   const bool tp_pinned = sp.tensor.size() == 1 && base.provenance.has("parallel.tensor");
   const bool mb_pinned = base.provenance.has("training.micro_batch_size");
   const bool cp_pinned = base.provenance.has("parallel.context");
+  // Layers as the split counts them (the embedding and loss too, when the scenario says so).
+  const int64_t split_layers = base.model.num_layers + base.parallel.account_for_embedding_in_pipeline_split +
+                               base.parallel.account_for_loss_in_pipeline_split;
   for (int64_t tp : sp.tensor)
     for (int64_t pp : sp.pipeline)
       for (int64_t cp : sp.context) {
@@ -63,9 +66,9 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
         // Virtual stages: divisors of the layers per stage (validation rejects the rest).
         std::vector<int64_t> vs;
         if (sp.pin_virtual) vs = {sp.virtual_stages};
-        else if (base.model.num_layers % pp == 0 && pp > 1)  // interleaving needs stages to interleave
-          for (int64_t v = 1; v <= base.model.num_layers / pp; ++v)
-            if ((base.model.num_layers / pp) % v == 0) vs.push_back(v);
+        else if (split_layers % pp == 0 && pp > 1)  // interleaving needs stages to interleave
+          for (int64_t v = 1; v <= split_layers / pp; ++v)
+            if ((split_layers / pp) % v == 0) vs.push_back(v);
         if (vs.empty()) vs = {1};
         for (int64_t v : vs) {
           std::vector<Schedule> scheds;

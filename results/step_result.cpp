@@ -252,6 +252,9 @@ std::string scenario_digest(const Scenario& s) {
   if (!t.gradient_accumulation_fusion) key += "|gaf0";
   if (t.accumulate_allreduce_grads_in_fp32) key += "|gf32";
   if (!p.async_tensor_model_parallel_allreduce) key += "|atp0";
+  if (p.account_for_embedding_in_pipeline_split) key += "|aemb";
+  if (p.account_for_loss_in_pipeline_split) key += "|aloss";
+  if (!p.pipeline_model_parallel_layout.empty()) key += "|lay" + p.pipeline_model_parallel_layout;
   uint64_t h = 1469598103934665603ull;
   for (const char* c = key.c_str(); *c; ++c) {
     h ^= static_cast<unsigned char>(*c);

@@ -179,3 +179,30 @@ TEST_CASE("bad arguments name the argument, the value and what is allowed", "[in
   CHECK_THROWS_WITH(import_megatron_args(small({"--bf16"}), gpus(12)), Catch::Contains("--gpus = 12") && Catch::Contains("a multiple of it"));
   CHECK_THROWS_WITH(import_megatron_script(import_data("x.py"), {}, {}), Catch::Contains("a Python file"));
 }
+
+TEST_CASE("Megatron-LM's pipeline split arguments convert to the split keys", "[interop][megatron][pipeline]") {
+  // 8 layers + embedding + loss over 5 stages.
+  auto d = import_megatron_args(small({"--pipeline-model-parallel-size", "5", "--account-for-embedding-in-pipeline-split",
+                                       "--account-for-loss-in-pipeline-split", "--global-batch-size", "10"}),
+                                gpus(5));
+  paralab::Scenario s = load_draft(d);
+  CHECK(s.parallel.account_for_embedding_in_pipeline_split);
+  CHECK(s.parallel.account_for_loss_in_pipeline_split);
+  CHECK_FALSE(skipped(d, "--account-for-loss-in-pipeline-split"));
+  // Layers per virtual stage count the embedding and loss too: 10 / 5 / 1 = 2 virtual stages.
+  d = import_megatron_args(small({"--pipeline-model-parallel-size", "5", "--account-for-embedding-in-pipeline-split",
+                                  "--account-for-loss-in-pipeline-split", "--num-layers-per-virtual-pipeline-stage", "1",
+                                  "--global-batch-size", "10"}),
+                           gpus(5));
+  s = load_draft(d);
+  CHECK(s.parallel.virtual_pipeline_stages == 2);
+  CHECK(s.parallel.schedule == paralab::Schedule::interleaved);
+  // A layout sets the virtual stages and, with more than one, the interleaved schedule.
+  d = import_megatron_args(small({"--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+                                  "Et|(tt|)*2,tttL", "--global-batch-size", "8"}),
+                           gpus(2));
+  s = load_draft(d);
+  CHECK(s.parallel.pipeline_model_parallel_layout == "Et|(tt|)*2,tttL");
+  CHECK(s.parallel.virtual_pipeline_stages == 2);
+  CHECK(s.parallel.schedule == paralab::Schedule::interleaved);
+}

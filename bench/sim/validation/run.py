@@ -60,10 +60,15 @@ def scenario(run):
     v = int(p.get("virtual_pipeline_stages") or 1)
     split = []
     L, pp = m["num_layers"], p["pipeline"]
-    if pp > 2 and L % (pp * v) != 0 and v == 1:
-        # Megatron counts the embedding and the loss as layers of the first and last stage
-        # (account_for_embedding/loss_in_pipeline_split) or takes explicit first/last sizes: the
-        # middle stages get m layers and the first and last split the rest, no more than m each.
+    if L % (pp * v) != 0 and (L + 2) % (pp * v) == 0:
+        # Megatron counts the embedding and the loss as layers of the first and last virtual
+        # stage (account_for_embedding/loss_in_pipeline_split; NVIDIA's MLPerf Training v5.1
+        # Llama 3.1 405B configs set them, as ASYM_PP_EMBED / ASYM_PP_LOSS, with PP 8 x VP 8).
+        split = ["account_for_embedding_in_pipeline_split = true", "account_for_loss_in_pipeline_split = true"]
+        notes.append("%d layers + embedding + loss on %d x %d virtual stages" % (L, pp, v))
+    elif pp > 2 and L % (pp * v) != 0 and v == 1:
+        # Otherwise explicit first/last sizes: the middle stages get m layers and the first and
+        # last split the rest, no more than m each.
         mid = -(-L // pp)
         while L - (pp - 2) * mid > 2 * mid:
             mid += 1
