@@ -179,7 +179,13 @@ def main():
 
 
 def write_report(text, out):
-    """The report to stdout, and to `out` when given."""
+    """The report to stdout, and to `out` when given, keeping the hand-written "## Reading"
+    section an existing `out` ends with."""
+    if out and os.path.exists(out):
+        with open(out) as fh:
+            old = fh.read()
+        if "\n## Reading\n" in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index("\n## Reading\n") + 1:]
     if out:
         with open(out, "w") as fh:
             fh.write(text)
