@@ -8,6 +8,7 @@ namespace paralab {
 namespace {
 
 constexpr int64_t kMaxExpanded = int64_t{1} << 20;  // characters after unrolling repeats
+constexpr int kMaxDepth = 64;                         // nested groups
 
 class Expander {
  public:
@@ -29,7 +30,9 @@ class Expander {
       const char ch = s_[i_];
       if (ch == '(') {
         ++i_;
+        if (++depth_ > kMaxDepth) fail("groups nested more than 64 deep");
         item = sequence();
+        --depth_;
         if (i_ >= s_.size()) fail("'(' without its ')'");
         ++i_;
         if (i_ >= s_.size() || s_[i_] != '*') fail("a group \"(...)\" must be followed by \"*n\"");
@@ -72,6 +75,7 @@ class Expander {
   const SourceLoc& at_;
   const std::string& key_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -256,7 +256,11 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   ParallelConfig& par = s.parallel;
   if (!par.pipeline_layout.empty() && !merged.count("parallel.virtual_pipeline_stages") &&
       static_cast<int64_t>(par.pipeline_layout.size()) % par.pipeline == 0)
+  {
     par.virtual_pipeline_stages = static_cast<int64_t>(par.pipeline_layout.size()) / par.pipeline;
+    // Errors about the virtual stages then point at the layout that set them.
+    s.provenance.set("parallel.virtual_pipeline_stages", merged.at("parallel.pipeline_model_parallel_layout").loc);
+  }
 
   // Topology.
   const RawValue& topo = merged.at("cluster.topology");

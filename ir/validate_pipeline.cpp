@@ -60,6 +60,9 @@ void validate_layout(const Scenario& s) {
          "has " + n(stages) + " stages; Megatron-LM: the length of pipeline_model_parallel_layout must be divisible by "
          "pipeline_model_parallel_size (" + n(par.pipeline) + ")",
          "k x " + n(par.pipeline) + " stages (k virtual stages per pipeline rank)");
+  if (stages / par.pipeline > 1024)
+    fail(s, kLayout, v, "has " + n(stages) + " stages: " + n(stages / par.pipeline) + " virtual stages per pipeline rank",
+         "at most 1024 virtual stages per rank (virtual_pipeline_stages' bound)");
   if (par.virtual_pipeline_stages != stages / par.pipeline)
     fail(s, "parallel.virtual_pipeline_stages", n(par.virtual_pipeline_stages),
          "disagrees with the layout's " + n(stages) + " stages on " + n(par.pipeline) +

@@ -156,6 +156,19 @@ TEST_CASE("bad layouts are refused with Megatron-LM's rule", "[ir][pipeline]") {
   CHECK(has(problem("E(tt|tttttL"), "without its ')'"));
   CHECK(has(problem("E(tt)|ttttttL"), "must be followed by"));
   CHECK(has(problem("Et*|ttttttttL"), "without a count"));
+  CHECK(has(problem(std::string(100, '(') + "Ettttt|tttL"), "nested more than 64 deep"));
+  CHECK(has(problem("E(t*9)*999999|L"), "more than 2^20 entries"));
+  CHECK(has(problem("Etttt|" + std::string(2048, '|') + "ttttL",
+                    {"parallel.pipeline=2", "cluster.devices_per_node=2", "parallel.schedule=\"interleaved\""}),
+            "1025 virtual stages per pipeline rank"));
+  // Virtual stages a layout sets are blamed on the layout's line.
+  const std::string file = kBase.substr(0, kBase.find("pipeline = 1")) +
+                           "pipeline = 2\npipeline_model_parallel_layout = \"Etttt|||||ttttL\"\n" +
+                           kBase.substr(kBase.find("[cluster]")) + "devices_per_node = 2\n";
+  const ConfigError e = error_of({}, file);
+  INFO(e.what());
+  CHECK(e.key() == "parallel.virtual_pipeline_stages");
+  CHECK(e.loc().line == 9);
   CHECK(has(problem("Etttt|tttt"), "loss must be specified exactly once"));
   CHECK(has(problem("EtttEt|ttttL"), "embedding must be specified exactly once"));
   CHECK(has(problem("tEttt|ttttL"), "the first layer must be embedding"));
