@@ -147,3 +147,31 @@ TEST_CASE("determinism: the same input gives bit-identical results", "[engine][d
     for (const StepResult& r : rs) check_identical(a, r);
   }
 }
+
+// DGX H800 (topologies/dgx-h800.toml, DeepSeek-V3's cluster): NVLink at 200 GB/s per direction
+// against the H100's 450, the same 0.8 efficiency and latency, so a bandwidth-bound all-reduce
+// inside a node takes 450 / 200 = 2.25 times as long; its compute (forward GEMMs) is the H100's.
+TEST_CASE("closed form: DGX H800's NVLink makes a node's all-reduce 2.25x a DGX H100's", "[engine][closed-form]") {
+  auto run = [](const char* topo) {
+    const Scenario s = load_inline(std::string("[model]\npreset = \"gpt-1.7b\"\n[training]\nglobal_batch_size = 8\n"
+                                               "[parallel]\ntensor = 1\n[cluster]\ntopology = \"") + topo + "\"\n");
+    const StepIR ir = build_step_ir(s);
+    const StepResult r = simulate(ir).result;
+    double reduce_us = 0, compute_us = 0;
+    for (const OpTiming& ot : r.ops) {
+      if (ot.rank != 0) continue;
+      const Op& op = ir.stages[0].op(ot.op);
+      if (const auto* c = op.collective(); c && c->group == GroupKind::dp && c->kind == paralab::CollKind::all_reduce)
+        reduce_us = std::max(reduce_us, ot.end_us - ot.start_us);  // the largest bucket's
+      // Forward GEMMs: nothing communicates beside them (gradient reductions overlap the
+      // backward, where NCCL's SMs slow compute for as long as they run).
+      if (op.kind == OpKind::gemm && op.phase == Phase::forward) compute_us += ot.end_us - ot.start_us;
+    }
+    return std::pair{reduce_us, compute_us};
+  };
+  const auto [h800_reduce, h800_gemm] = run("dgx-h800");
+  const auto [h100_reduce, h100_gemm] = run("dgx-h100");
+  REQUIRE(h100_reduce > 0);
+  CHECK(h800_reduce / h100_reduce == Approx(450.0 / 200.0).epsilon(0.03));
+  CHECK(h800_gemm == Approx(h100_gemm).epsilon(1e-9));
+}
