@@ -139,7 +139,7 @@ constexpr Rule kRules[] = {
     {"--no-async-tensor-model-parallel-allreduce", C::set, "parallel.async_tensor_model_parallel_allreduce", "false"},
     {"--tp-comm-overlap*", C::unsupported, "", "tensor-parallel communication split into and overlapped with the GEMMs (userbuffers) is not modeled"},
     {"--overlap-p2p-communication*", C::unsupported, "", "pipeline transfers overlapped in Megatron's own way are not modeled: paralab's follow its schedule"},
-    {"--microbatch-group-size-per-virtual-pipeline-stage", C::unsupported, "", "the interleaved schedule's micro-batch group size is the pipeline size here"},
+    {"--microbatch-group-size-per-virtual-pipeline-stage", C::integer, "parallel.microbatch_group_size_per_vp_stage"},
     {"--cp-comm-type", C::unsupported, "", "paralab's context parallelism is Megatron's default ring (p2p)"},
     {"--expert-model-parallel-size", C::unsupported, "", why::moe},
     {"--expert-tensor-parallel-size", C::unsupported, "", why::moe},

@@ -43,6 +43,7 @@ constexpr Rule kRules[] = {
     {"model.account_for_embedding_in_pipeline_split", C::boolean, "parallel.account_for_embedding_in_pipeline_split"},
     {"model.account_for_loss_in_pipeline_split", C::boolean, "parallel.account_for_loss_in_pipeline_split"},
     {"model.pipeline_model_parallel_layout", C::text, "parallel.pipeline_model_parallel_layout"},
+    {"model.microbatch_group_size_per_vp_stage", C::integer, "parallel.microbatch_group_size_per_vp_stage"},
     {"model.context_parallel_size", C::integer, "parallel.context"},
     {"model.sequence_parallel", C::boolean, "parallel.sequence_parallel"},
     {"model.expert_model_parallel_size", C::unsupported, "", why::moe, "1|null"},

@@ -106,6 +106,9 @@ struct ParallelConfig {
   int64_t data = 0;  // 0 until inferred from the cluster's GPU count
   bool sequence_parallel = false;
   int64_t virtual_pipeline_stages = 1;
+  // Megatron-LM's microbatch_group_size_per_vp_stage: the interleaved schedule runs this many
+  // micro-batches on a chunk before moving to the next (0: the pipeline size, Megatron's default).
+  int64_t microbatch_group_size_per_vp_stage = 0;
   Schedule schedule = Schedule::one_f_one_b;
   int64_t zero_stage = 0;
   // DeepSpeed's offload_param (ZeRO-3 only): parameter shards live in host memory and are

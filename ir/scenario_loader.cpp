@@ -73,6 +73,8 @@ const Schema<Scenario>& scenario_schema() {
         .integer("parallel.data", AT(parallel.data), 1, kBig)
         .boolean("parallel.sequence_parallel", AT(parallel.sequence_parallel))
         .integer("parallel.virtual_pipeline_stages", AT(parallel.virtual_pipeline_stages), 1, 1024)
+        .integer("parallel.microbatch_group_size_per_vp_stage", AT(parallel.microbatch_group_size_per_vp_stage), 1,
+                 kBig)
         .choice<Schedule>("parallel.schedule", AT(parallel.schedule))
         .integer("parallel.zero_stage", AT(parallel.zero_stage), 0, 3)
         .choice<OffloadParam>("parallel.offload_param", AT(parallel.offload_param))

@@ -15,9 +15,7 @@ ScheduleProblem one_chunk(const ScheduleParams& p) {
 }
 
 // Megatron-LM's interleaving (megatron/core/pipeline_parallel/schedules.py): several chunks,
-// several stages and whole rounds of p micro-batches. Megatron's
-// microbatch_group_size_per_vp_stage lifts the last rule by batching each step's sends and
-// receives; with this IR's in-order pipeline streams that order can deadlock (docs/simulator.md).
+// several stages, and its rules on the micro-batch groups.
 ScheduleProblem interleaved_rule(const ScheduleParams& p) {
   if (p.stages < 2)
     return {"parallel.schedule", "\"interleaved\"", "the interleaved schedule needs pipeline >= 2",
@@ -25,10 +23,22 @@ ScheduleProblem interleaved_rule(const ScheduleParams& p) {
   if (p.chunks < 2)
     return {"parallel.schedule", "\"interleaved\"", "the interleaved schedule needs virtual_pipeline_stages >= 2",
             "gpipe | 1f1b | zb-h1 | zb-h2, or parallel.virtual_pipeline_stages >= 2"};
-  if (p.microbatches % p.stages != 0)
-    return {"training.global_batch_size", std::to_string(p.microbatches) + " micro-batches per data-parallel rank",
-            "the interleaved schedule needs a multiple of pipeline (" + std::to_string(p.stages) + ") micro-batches",
-            "a global batch of a multiple of pipeline x micro_batch_size x data"};
+  // Megatron-LM's two rules on g = microbatch_group_size_per_vp_stage (schedules.py): p <= g <= m,
+  // and the last group, m mod g, empty or at least p ("dependency bubbles" otherwise).
+  const int64_t g = p.group(), m = p.microbatches;
+  const std::string gs = std::to_string(g), ms = std::to_string(m), ps = std::to_string(p.stages);
+  if (g < p.stages || g > m)
+    return {p.microbatch_group > 0 ? "parallel.microbatch_group_size_per_vp_stage" : "training.global_batch_size",
+            p.microbatch_group > 0 ? gs : ms + " micro-batches per data-parallel rank",
+            "Megatron-LM: the number of contiguous micro-batches in a virtual pipeline stage (" + gs +
+                ") should range in [PP=" + ps + ", M=" + ms + "]",
+            "a group of " + ps + " .. " + ms + " micro-batches, and at least pipeline micro-batches per data-parallel rank"};
+  if (m % g != 0 && m % g < p.stages)
+    return {"parallel.microbatch_group_size_per_vp_stage", gs,
+            "Megatron-LM: the remainder of M (" + ms + " micro-batches) divided by N (" + gs +
+                ") should be 0 or at least the pipeline size (" + ps + "); otherwise it introduces dependency bubbles",
+            "a group size N in [" + ps + ", " + ms + "] with M mod N = 0 or >= " + ps +
+                (m % p.stages == 0 ? "" : " (e.g. N = M = " + ms + ")")};
   return {};
 }
 

@@ -29,6 +29,10 @@ struct ScheduleParams {
   int64_t stage = 0;         // this stage
   int64_t microbatches = 1;  // m
   int64_t chunks = 1;        // v (model chunks per stage)
+  // Interleaving: micro-batches a chunk runs before the next chunk (Megatron-LM's
+  // microbatch_group_size_per_vp_stage); 0 = stages.
+  int64_t microbatch_group = 0;
+  [[nodiscard]] int64_t group() const { return microbatch_group > 0 ? microbatch_group : stages; }
 };
 
 using ScheduleFn = std::vector<PipelineTask> (*)(const ScheduleParams&);
@@ -43,7 +47,8 @@ using ScheduleRule = ScheduleProblem (*)(const ScheduleParams&);
 std::vector<PipelineTask> schedule_gpipe(const ScheduleParams& p);
 // 1F1B / PipeDream-Flush (Narayanan et al. 2021, Sec. 2.2.1; Fig. 4 top).
 std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p);
-// Interleaved 1F1B (Narayanan et al. 2021, Sec. 2.2.2; Fig. 4 bottom), Megatron-LM's order.
+// Interleaved 1F1B (Narayanan et al. 2021, Sec. 2.2.2; Fig. 4 bottom), Megatron-LM's schedule
+// table with micro-batch groups of ScheduleParams::group().
 std::vector<PipelineTask> schedule_interleaved(const ScheduleParams& p);
 // 1F1B's order (warm-up of p - s - 1 forwards, steady F then backward, drain), with
 // `backward(out, mb)` appending what the backward of micro-batch mb runs; 1F1B and ZB-H1 share it.

@@ -1,8 +1,11 @@
 // paralab — interleaved 1F1B schedule (Narayanan et al. 2021, Sec. 2.2.2), following
-// Megatron-LM's forward_backward_pipelining_with_interleaving: the k-th forward of a stage
-// runs chunk (k / p) mod v on micro-batch (k / (p v)) p + k mod p; backwards visit chunks in
-// reverse. Warm-up is (p - s - 1) * 2 + (v - 1) * p forwards (capped at m v). This divides the
-// bubble by v at the cost of v times more pipeline transfers. Needs m to be a multiple of p.
+// Megatron-LM's forward_backward_pipelining_with_interleaving (megatron/core/pipeline_parallel/
+// schedules.py): forwards run in the order of its schedule table, which takes the micro-batches
+// in groups of g = microbatch_group_size_per_vp_stage (the pipeline size by default; the last
+// group holds the rest) and runs every chunk of a group before the next group; the k-th
+// backward takes the k-th table entry with its chunk reversed. Warm-up is (p - s - 1) * 2 +
+// (v - 1) * g forwards (capped at m v). This divides the bubble by v at the cost of v times more
+// pipeline transfers.
 #include <algorithm>
 
 #include "ir/schedule.hpp"
@@ -10,28 +13,39 @@
 namespace paralab {
 
 namespace {
-PipelineTask task_of(int64_t k, bool forward, const ScheduleParams& p) {
-  const int64_t group = p.stages * p.chunks;
-  int64_t chunk = (k % group) / p.stages;
-  if (!forward) chunk = p.chunks - 1 - chunk;
-  const int64_t mb = (k / group) * p.stages + k % p.stages;
-  return {forward ? TaskKind::forward : TaskKind::backward, static_cast<int32_t>(mb), static_cast<int16_t>(chunk)};
+// Megatron's get_schedule_table: (micro-batch, chunk) of every forward, in order.
+std::vector<PipelineTask> schedule_table(const ScheduleParams& p) {
+  std::vector<PipelineTask> t;
+  const int64_t g = p.group();
+  for (int64_t lo = 0; lo < p.microbatches; lo += g) {
+    const int64_t hi = lo + g >= p.microbatches ? p.microbatches : lo + g;
+    for (int64_t c = 0; c < p.chunks; ++c)
+      for (int64_t mb = lo; mb < hi; ++mb)
+        t.push_back({TaskKind::forward, static_cast<int32_t>(mb), static_cast<int16_t>(c)});
+  }
+  return t;
 }
 }  // namespace
 
 std::vector<PipelineTask> schedule_interleaved(const ScheduleParams& p) {
-  const int64_t total = p.microbatches * p.chunks;
-  int64_t warmup = (p.stages - p.stage - 1) * 2 + (p.chunks - 1) * p.stages;
-  warmup = std::min(warmup, total);
+  const std::vector<PipelineTask> table = schedule_table(p);
+  const int64_t total = static_cast<int64_t>(table.size());
+  const int64_t warmup = std::min(total, (p.stages - p.stage - 1) * 2 + (p.chunks - 1) * p.group());
+  auto backward = [&](int64_t k) {
+    PipelineTask t = table[static_cast<size_t>(k)];
+    t.kind = TaskKind::backward;
+    t.chunk = static_cast<int16_t>(p.chunks - 1 - t.chunk);
+    return t;
+  };
   std::vector<PipelineTask> out;
   out.reserve(static_cast<size_t>(2 * total));
   int64_t f = 0, b = 0;
-  for (; f < warmup; ++f) out.push_back(task_of(f, true, p));
+  for (; f < warmup; ++f) out.push_back(table[static_cast<size_t>(f)]);
   while (f < total) {
-    out.push_back(task_of(f++, true, p));
-    out.push_back(task_of(b++, false, p));
+    out.push_back(table[static_cast<size_t>(f++)]);
+    out.push_back(backward(b++));
   }
-  while (b < total) out.push_back(task_of(b++, false, p));
+  while (b < total) out.push_back(backward(b++));
   return out;
 }
 

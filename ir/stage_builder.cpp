@@ -23,7 +23,8 @@ StageBuilder::StageBuilder(const Scenario& s, int64_t stage)
 StepGraph StageBuilder::build() {
   b_.labels = OpLabels{Phase::optimizer, -1, -1, 0};
   store_.begin_step();
-  const ScheduleParams sp{s_.parallel.pipeline, stage_, microbatches_, s_.parallel.virtual_pipeline_stages};
+  const ScheduleParams sp{s_.parallel.pipeline, stage_, microbatches_, s_.parallel.virtual_pipeline_stages,
+                          s_.parallel.microbatch_group_size_per_vp_stage};
   for (const PipelineTask& t : schedule_for(s_.parallel.schedule)(sp)) {
     const ChunkSpec& c = chunks_.at(static_cast<size_t>(t.chunk));
     b_.labels = OpLabels{t.forward() ? Phase::forward : Phase::backward, -1, t.microbatch, t.chunk};
@@ -182,7 +183,7 @@ BufferId StageBuilder::receive(const PipelineTask& t, const ChunkSpec& c, bool a
                                  sg ? MemCategory::buffers : MemCategory::activations);
   OpSpec o;
   o.kind = OpKind::recv;
-  o.stream = Stream::pp_recv;
+  o.stream = activation ? Stream::pp_recv : Stream::pp_recv_grad;
   o.name = activation ? "recv_forward" : "recv_backward";
   o.writes = {b_.view(in, {rows, h})};
   const int64_t bytes = rows * h * bytes_of(m_.act);
@@ -208,7 +209,7 @@ void StageBuilder::send(const PipelineTask& t, const ChunkSpec& c, BufferId what
   const int64_t rows = sg ? m_.tokens() / m_.tp : m_.tokens_sp();
   OpSpec o;
   o.kind = OpKind::send;
-  o.stream = Stream::pp_send;
+  o.stream = activation ? Stream::pp_send : Stream::pp_send_grad;
   o.name = activation ? "send_forward" : "send_backward";
   o.reads = {b_.view(what, {rows, h})};
   const int64_t bytes = rows * h * bytes_of(m_.act);

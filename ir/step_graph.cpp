@@ -4,7 +4,7 @@
 namespace paralab {
 
 std::string_view to_string(Stream s) {
-  static constexpr std::string_view n[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "pp_send", "pp_recv", "d2h", "h2d", "host"};
+  static constexpr std::string_view n[] = {"compute", "tp_comm", "cp_comm", "dp_comm", "pp_send", "pp_recv", "d2h", "h2d", "host", "pp_send_grad", "pp_recv_grad"};
   return n[static_cast<size_t>(s)];
 }
 std::string_view to_string(Phase p) {

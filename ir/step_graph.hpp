@@ -25,7 +25,11 @@ constexpr OpId kNoOp = UINT32_MAX;
 // overlap of the input-gradient all-reduce with the weight-gradient GEMM can be expressed.
 // Optimizer offload (docs/offload.md): d2h and h2d are the device's two copy engines (one per
 // direction, as CUDA drives them), host is the optimizer's threads on the host's cores.
-enum class Stream : uint8_t { compute, tp_comm, cp_comm, dp_comm, pp_send, pp_recv, d2h, h2d, host, kCount };
+// Pipeline transfers: activations on pp_send / pp_recv, gradients on pp_send_grad / pp_recv_grad,
+// so the two directions never queue behind each other (Megatron-LM posts both at once).
+enum class Stream : uint8_t {
+  compute, tp_comm, cp_comm, dp_comm, pp_send, pp_recv, d2h, h2d, host, pp_send_grad, pp_recv_grad, kCount
+};
 constexpr bool off_device(Stream s) { return s == Stream::d2h || s == Stream::h2d || s == Stream::host; }
 constexpr int kStreams = static_cast<int>(Stream::kCount);
 std::string_view to_string(Stream s);

@@ -182,7 +182,7 @@ static void validate_world_and_batch(const Scenario& s) {
            "a multiple of " + std::to_string(per_step));
   const int64_t microbatches = t.global_batch_size / per_step;
   // Each schedule's own rule on chunks, stages and micro-batches (ir/schedule.cpp).
-  const ScheduleParams sp{p.pipeline, 0, microbatches, p.virtual_pipeline_stages};
+  const ScheduleParams sp{p.pipeline, 0, microbatches, p.virtual_pipeline_stages, p.microbatch_group_size_per_vp_stage};
   if (const ScheduleProblem why = schedule_info(p.schedule).rule(sp); !why.key.empty())
     throw ConfigError(s.provenance.at(why.key), why.key, why.value, why.problem, why.allowed);
 }

@@ -32,7 +32,8 @@ double layer_saved(const ModelShape& m, Recompute rc, AttentionImpl attn) {
 // Chunk-micro-batches a stage holds activations for at once, counted on the schedule's own
 // task list (a forward's activations live until its W or whole backward).
 double in_flight(const Scenario& s, int64_t stage) {
-  const ScheduleParams sp{s.parallel.pipeline, stage, s.num_microbatches(), s.parallel.virtual_pipeline_stages};
+  const ScheduleParams sp{s.parallel.pipeline, stage, s.num_microbatches(), s.parallel.virtual_pipeline_stages,
+                          s.parallel.microbatch_group_size_per_vp_stage};
   return static_cast<double>(peak_in_flight(schedule_for(s.parallel.schedule)(sp)));
 }
 

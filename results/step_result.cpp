@@ -252,6 +252,7 @@ std::string scenario_digest(const Scenario& s) {
   if (!t.gradient_accumulation_fusion) key += "|gaf0";
   if (t.accumulate_allreduce_grads_in_fp32) key += "|gf32";
   if (!p.async_tensor_model_parallel_allreduce) key += "|atp0";
+  if (p.microbatch_group_size_per_vp_stage > 0) key += "|mbg" + std::to_string(p.microbatch_group_size_per_vp_stage);
   if (p.account_for_embedding_in_pipeline_split) key += "|aemb";
   if (p.account_for_loss_in_pipeline_split) key += "|aloss";
   if (!p.pipeline_model_parallel_layout.empty()) key += "|lay" + p.pipeline_model_parallel_layout;

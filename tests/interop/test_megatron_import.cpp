@@ -180,7 +180,7 @@ TEST_CASE("bad arguments name the argument, the value and what is allowed", "[in
   CHECK_THROWS_WITH(import_megatron_script(import_data("x.py"), {}, {}), Catch::Contains("a Python file"));
 }
 
-TEST_CASE("Megatron-LM's pipeline split arguments convert to the split keys", "[interop][megatron][pipeline]") {
+TEST_CASE("Megatron-LM's pipeline split and grouping arguments convert to their keys", "[interop][megatron][pipeline]") {
   // 8 layers + embedding + loss over 5 stages.
   auto d = import_megatron_args(small({"--pipeline-model-parallel-size", "5", "--account-for-embedding-in-pipeline-split",
                                        "--account-for-loss-in-pipeline-split", "--global-batch-size", "10"}),
@@ -205,4 +205,11 @@ TEST_CASE("Megatron-LM's pipeline split arguments convert to the split keys", "[
   CHECK(s.parallel.pipeline_model_parallel_layout == "Et|(tt|)*2,tttL");
   CHECK(s.parallel.virtual_pipeline_stages == 2);
   CHECK(s.parallel.schedule == paralab::Schedule::interleaved);
+  // Micro-batch groups: 6 micro-batches on 4 stages, one group of 6.
+  d = import_megatron_args(small({"--pipeline-model-parallel-size", "4", "--num-virtual-stages-per-pipeline-rank", "2",
+                                  "--microbatch-group-size-per-virtual-pipeline-stage", "6", "--global-batch-size", "12"}),
+                           gpus(4));
+  s = load_draft(d);
+  CHECK(s.parallel.microbatch_group_size_per_vp_stage == 6);
+  CHECK(s.num_microbatches() == 6);
 }

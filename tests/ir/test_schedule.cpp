@@ -116,3 +116,41 @@ TEST_CASE("ZB-H1 keeps 1F1B's peak of p micro-batches; ZB-H2 holds 2p - 1", "[ir
   CHECK(schedule_info(Schedule::zb_h1).splits_backward);
   CHECK_FALSE(schedule_info(Schedule::one_f_one_b).splits_backward);
 }
+
+// Megatron-LM's schedule table (schedules.py, its own example): PP 2, N = 3 micro-batches per
+// group, M = 5, VP 2 runs forwards on (micro-batch, chunk) 0 1 2 0 1 2 3 4 3 4 / 0 0 0 1 1 1 0 0 1 1.
+TEST_CASE("interleaving with micro-batch groups follows Megatron's schedule table", "[ir][schedule]") {
+  ScheduleParams p{2, 0, 5, 2, 3};
+  const auto tasks = schedule_interleaved(p);
+  check_and_inflight(tasks, 5, 2);
+  std::vector<int> mb, chunk;
+  for (const auto& t : tasks)
+    if (t.forward()) mb.push_back(t.microbatch), chunk.push_back(t.chunk);
+  CHECK(mb == std::vector<int>{0, 1, 2, 0, 1, 2, 3, 4, 3, 4});
+  CHECK(chunk == std::vector<int>{0, 0, 0, 1, 1, 1, 0, 0, 1, 1});
+  // Backwards take the same entries with the chunk reversed: the first is micro-batch 0, chunk 1.
+  const auto first_b = std::find_if(tasks.begin(), tasks.end(), [](const PipelineTask& t) { return !t.forward(); });
+  CHECK(*first_b == PipelineTask{TaskKind::backward, 0, 1});
+  // Warm-up: (p - s - 1) * 2 + (v - 1) * N forwards = 2 + 3 on stage 0, 0 + 3 on stage 1.
+  CHECK(first_b - tasks.begin() == 6);  // five warm-up forwards, then one steady forward
+  p.stage = 1;
+  const auto last = schedule_interleaved(p);
+  CHECK(std::find_if(last.begin(), last.end(), [](const PipelineTask& t) { return !t.forward(); }) - last.begin() == 4);
+  // The default group (the pipeline size) is the classic order, micro-batch rounds of p.
+  for (int64_t s = 0; s < 4; ++s) CHECK(schedule_interleaved({4, s, 8, 2}) == schedule_interleaved({4, s, 8, 2, 4}));
+}
+
+TEST_CASE("Megatron's rules on micro-batch groups are the interleaved schedule's", "[ir][schedule]") {
+  const auto rule = schedule_info(Schedule::interleaved).rule;
+  CHECK(rule({4, 0, 8, 2}).key.empty());
+  CHECK(rule({4, 0, 6, 2, 6}).key.empty());  // one group of all six
+  CHECK(rule({4, 0, 9, 2, 5}).key.empty());  // groups of 5 and 4
+  ScheduleProblem e = rule({4, 0, 6, 2});    // default group 4 leaves 2 < 4
+  CHECK(e.key == "parallel.microbatch_group_size_per_vp_stage");
+  CHECK(e.problem.find("dependency bubbles") != std::string::npos);
+  CHECK(e.allowed.find("N = M = 6") != std::string::npos);
+  e = rule({4, 0, 8, 2, 3});  // below the pipeline
+  CHECK(e.problem.find("should range in [PP=4, M=8]") != std::string::npos);
+  e = rule({4, 0, 3, 2});  // fewer micro-batches than stages
+  CHECK(e.key == "training.global_batch_size");
+}
