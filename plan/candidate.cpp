@@ -9,10 +9,10 @@ namespace paralab {
 
 std::string Candidate::key() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%06lld.%06lld.%06lld.%08lld.%04lld.%d.%06lld.%d.%d.%d", (long long)tensor,
+  std::snprintf(buf, sizeof buf, "%06lld.%06lld.%06lld.%08lld.%04lld.%d.%06lld.%d.%d.%d.%d", (long long)tensor,
                 (long long)pipeline, (long long)context, (long long)data, (long long)virtual_stages,
                 static_cast<int>(schedule), (long long)micro_batch, (int)zero_stage, static_cast<int>(recompute),
-                sequence_parallel ? 1 : 0);
+                sequence_parallel ? 1 : 0, count_ends ? 1 : 0);
   return buf;
 }
 
@@ -25,6 +25,7 @@ std::string Candidate::label() const {
   out += " ZeRO-" + std::to_string(zero_stage);
   if (recompute != Recompute::none) out += recompute == Recompute::full ? " full-rc" : " sel-rc";
   if (sequence_parallel) out += " SP";
+  if (count_ends) out += " E+L";
   return out;
 }
 
@@ -40,6 +41,8 @@ Scenario apply(const Scenario& base, const Candidate& c) {
   s.parallel.sequence_parallel = c.sequence_parallel;
   s.training.micro_batch_size = c.micro_batch;
   s.training.recompute = c.recompute;
+  if (c.count_ends)
+    s.parallel.account_for_embedding_in_pipeline_split = s.parallel.account_for_loss_in_pipeline_split = true;
   // Never nn.DataParallel: wherever it runs (one node, data parallelism alone) DDP is faster and
   // device 0 holds less (docs/dataparallel.md), so the search proposes DDP.
   s.parallel.data_parallel_impl = DataParallelImpl::ddp;
@@ -58,6 +61,7 @@ Candidate candidate_of(const Scenario& s) {
   c.zero_stage = s.parallel.zero_stage;
   c.recompute = s.training.recompute;
   c.sequence_parallel = s.parallel.sequence_parallel;
+  c.count_ends = s.parallel.account_for_embedding_in_pipeline_split && s.parallel.account_for_loss_in_pipeline_split;
   return c;
 }
 

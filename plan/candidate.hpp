@@ -17,6 +17,9 @@ struct Candidate {
   int64_t zero_stage = 0;
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
+  // The embedding and loss counted as layers of the first and last stage (Megatron-LM's
+  // account_for_embedding/loss_in_pipeline_split): how 126 layers run on 8 stages.
+  bool count_ends = false;
 
   // A total order (for deterministic ranking ties) and a readable label.
   [[nodiscard]] std::string key() const;

@@ -49,9 +49,14 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
   const bool tp_pinned = sp.tensor.size() == 1 && base.provenance.has("parallel.tensor");
   const bool mb_pinned = base.provenance.has("training.micro_batch_size");
   const bool cp_pinned = base.provenance.has("parallel.context");
-  // Layers as the split counts them (the embedding and loss too, when the scenario says so).
-  const int64_t split_layers = base.model.num_layers + base.parallel.account_for_embedding_in_pipeline_split +
-                               base.parallel.account_for_loss_in_pipeline_split;
+  // A split the scenario sets is kept; otherwise, where pipeline does not divide the layers but
+  // does with the embedding and loss counted as layers, the candidate counts them (Megatron-LM's
+  // account_for_*_in_pipeline_split).
+  const ParallelConfig& bp = base.parallel;
+  const bool split_given = bp.account_for_embedding_in_pipeline_split || bp.account_for_loss_in_pipeline_split ||
+                           bp.decoder_first_pipeline_num_layers > 0 || bp.decoder_last_pipeline_num_layers > 0 ||
+                           !bp.pipeline_layout.empty();
+  const int64_t L = base.model.num_layers;
   for (int64_t tp : sp.tensor)
     for (int64_t pp : sp.pipeline)
       for (int64_t cp : sp.context) {
@@ -63,6 +68,9 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
         if (!tp_pinned && tp > max_tp) why = "tensor parallel across nodes (--max-tensor)";
         else if (!cp_pinned && cp > 1 && base.model.seq_length / cp < bounds.min_context_tokens)
           why = "context chunks shorter than " + std::to_string(bounds.min_context_tokens) + " tokens (--min-context-tokens)";
+        const bool count_ends = !split_given && pp > 1 && L % pp != 0 && (L + 2) % pp == 0;
+        const int64_t split_layers =
+            L + (count_ends ? 2 : bp.account_for_embedding_in_pipeline_split + bp.account_for_loss_in_pipeline_split);
         // Virtual stages: divisors of the layers per stage (validation rejects the rest).
         std::vector<int64_t> vs;
         if (sp.pin_virtual) vs = {sp.virtual_stages};
@@ -107,6 +115,7 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
                     c.zero_stage = z;
                     c.recompute = rc;
                     c.sequence_parallel = seqp;
+                    c.count_ends = count_ends;
                     visit(c);
                   }
                 }

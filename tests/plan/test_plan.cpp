@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/accounting.hpp"
+#include "ir/scenario_loader.hpp"
 #include "ir/step_ir.hpp"
 #include "plan/memory_estimate.hpp"
 #include "plan/planner.hpp"
@@ -89,6 +90,35 @@ TEST_CASE("enumeration honours pinned keys and counts what the bounds leave out"
   bool saw_mb_bound = false;
   for (const auto& [why, count] : ex2) saw_mb_bound |= why.find("--max-micro-batch") != std::string::npos && count > 0;
   CHECK(saw_mb_bound);
+}
+
+// 6 layers do not split over 4 or 8 stages, but do with the embedding and loss counted as
+// layers (8 = 4 x 2 = 8 x 1), as Megatron-LM runs Llama 3.1 405B's 126 layers on 8 stages.
+TEST_CASE("the search counts the embedding and loss as layers where that makes a split", "[plan][search]") {
+  const Scenario six = base_scenario("", {"model.num_layers=6"});
+  std::map<std::string, int64_t> excluded;
+  std::map<int64_t, std::set<bool>> ends_by_pp;
+  int64_t valid = 0;
+  enumerate(six, search_space(six, SearchBounds{}), SearchBounds{}, [&](const Candidate& c) {
+    ends_by_pp[c.pipeline].insert(c.count_ends);
+    if (c.pipeline != 4 || c.virtual_stages != 1) return;
+    Scenario s = apply(six, c);
+    validate_scenario(s);  // throws if the split were refused
+    CHECK(s.parallel.account_for_embedding_in_pipeline_split);
+    CHECK(candidate_of(s).count_ends);
+    CHECK(c.label().find("E+L") != std::string::npos);
+    ++valid;
+  }, excluded);
+  CHECK(ends_by_pp[1] == std::set<bool>{false});
+  CHECK(ends_by_pp[2] == std::set<bool>{false});  // 6 = 2 x 3: nothing to count
+  CHECK(ends_by_pp[4] == std::set<bool>{true});
+  CHECK(ends_by_pp[8] == std::set<bool>{true});
+  CHECK(valid > 0);
+  // A split the scenario sets is kept: with uneven stages given, no candidate counts the ends.
+  const Scenario uneven = base_scenario("", {"model.num_layers=6", "parallel.decoder_first_pipeline_num_layers=1"});
+  enumerate(uneven, search_space(uneven, SearchBounds{}), SearchBounds{}, [&](const Candidate& c) {
+    CHECK_FALSE(c.count_ends);
+  }, excluded);
 }
 
 TEST_CASE("planning is deterministic whatever the thread count", "[plan]") {
