@@ -96,6 +96,7 @@ Candidate parse_baseline(const std::string& text, const Scenario& base) {
     else if (k == "zero_stage") c.zero_stage = to_int(k, v);
     else if (k == "sequence_parallel") c.sequence_parallel = v == "true" || v == "1";
     else if (k == "account_for_embedding_and_loss") c.count_ends = v == "true" || v == "1";
+    else if (k == "microbatch_group_size_per_vp_stage") c.microbatch_group = to_int(k, v);
     else if (k == "recompute" && enum_from_string<Recompute>(v)) c.recompute = *enum_from_string<Recompute>(v);
     else if (k == "schedule" && enum_from_string<Schedule>(v)) {
       c.schedule = *enum_from_string<Schedule>(v);
@@ -103,7 +104,7 @@ Candidate parse_baseline(const std::string& text, const Scenario& base) {
     } else
       throw UsageError("--baseline: unknown key or value '" + item +
                        "' (keys: tensor, pipeline, context, data, virtual_pipeline_stages, schedule, micro_batch_size, "
-                       "zero_stage, recompute, sequence_parallel, account_for_embedding_and_loss)");
+                       "zero_stage, recompute, sequence_parallel, account_for_embedding_and_loss, microbatch_group_size_per_vp_stage)");
   }
   if (!schedule_given && c.virtual_stages > 1) c.schedule = Schedule::interleaved;
   if (c.data == 0) c.data = base.cluster.devices() / std::max<int64_t>(1, c.tensor * c.pipeline * c.context);
@@ -125,7 +126,8 @@ nlohmann::json layout_entry(const PlannedLayout& l, size_t rank) {
                  {"zero_stage", c.zero_stage},
                  {"recompute", enum_to_string(c.recompute)},
                  {"sequence_parallel", c.sequence_parallel},
-                 {"account_for_embedding_and_loss", c.count_ends}};
+                 {"account_for_embedding_and_loss", c.count_ends},
+                 {"microbatch_group_size_per_vp_stage", c.microbatch_group}};
   j["label"] = c.label();
   j["fidelity"] = to_string(l.fidelity);
   j["estimated_peak_memory_gib"] = l.estimate.peak_bytes / 1073741824.0;

@@ -9,10 +9,10 @@ namespace paralab {
 
 std::string Candidate::key() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%06lld.%06lld.%06lld.%08lld.%04lld.%d.%06lld.%d.%d.%d.%d", (long long)tensor,
+  std::snprintf(buf, sizeof buf, "%06lld.%06lld.%06lld.%08lld.%04lld.%d.%06lld.%d.%d.%d.%d.%06lld", (long long)tensor,
                 (long long)pipeline, (long long)context, (long long)data, (long long)virtual_stages,
                 static_cast<int>(schedule), (long long)micro_batch, (int)zero_stage, static_cast<int>(recompute),
-                sequence_parallel ? 1 : 0, count_ends ? 1 : 0);
+                sequence_parallel ? 1 : 0, count_ends ? 1 : 0, (long long)microbatch_group);
   return buf;
 }
 
@@ -21,6 +21,7 @@ std::string Candidate::label() const {
   if (context > 1) out += " CP" + std::to_string(context);
   out += " DP" + std::to_string(data);
   if (virtual_stages > 1) out += " v" + std::to_string(virtual_stages);
+  if (microbatch_group > 0) out += " g" + std::to_string(microbatch_group);
   out += " mb" + std::to_string(micro_batch) + " " + std::string(to_string(schedule));
   out += " ZeRO-" + std::to_string(zero_stage);
   if (recompute != Recompute::none) out += recompute == Recompute::full ? " full-rc" : " sel-rc";
@@ -41,6 +42,7 @@ Scenario apply(const Scenario& base, const Candidate& c) {
   s.parallel.sequence_parallel = c.sequence_parallel;
   s.training.micro_batch_size = c.micro_batch;
   s.training.recompute = c.recompute;
+  if (c.microbatch_group > 0) s.parallel.microbatch_group_size_per_vp_stage = c.microbatch_group;
   if (c.count_ends)
     s.parallel.account_for_embedding_in_pipeline_split = s.parallel.account_for_loss_in_pipeline_split = true;
   // Never nn.DataParallel: wherever it runs (one node, data parallelism alone) DDP is faster and
@@ -62,6 +64,7 @@ Candidate candidate_of(const Scenario& s) {
   c.recompute = s.training.recompute;
   c.sequence_parallel = s.parallel.sequence_parallel;
   c.count_ends = s.parallel.account_for_embedding_in_pipeline_split && s.parallel.account_for_loss_in_pipeline_split;
+  c.microbatch_group = s.parallel.microbatch_group_size_per_vp_stage;
   return c;
 }
 

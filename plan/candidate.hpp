@@ -20,6 +20,8 @@ struct Candidate {
   // The embedding and loss counted as layers of the first and last stage (Megatron-LM's
   // account_for_embedding/loss_in_pipeline_split): how 126 layers run on 8 stages.
   bool count_ends = false;
+  // Interleaving: Megatron-LM's microbatch_group_size_per_vp_stage (0: the pipeline size).
+  int64_t microbatch_group = 0;
 
   // A total order (for deterministic ranking ties) and a readable label.
   [[nodiscard]] std::string key() const;

@@ -57,6 +57,7 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
                            bp.decoder_first_pipeline_num_layers > 0 || bp.decoder_last_pipeline_num_layers > 0 ||
                            !bp.pipeline_layout.empty();
   const int64_t L = base.model.num_layers;
+  const bool group_pinned = base.provenance.has("parallel.microbatch_group_size_per_vp_stage");
   for (int64_t tp : sp.tensor)
     for (int64_t pp : sp.pipeline)
       for (int64_t cp : sp.context) {
@@ -85,7 +86,14 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
           else scheds = {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zb_h1, Schedule::zb_h2};
           if (pp == 1 && !sp.pin_schedule && v == 1) scheds = {Schedule::one_f_one_b};  // one stage: schedules coincide
           for (Schedule sched : scheds)
-            for (int64_t mb : sp.micro_batch)
+            for (int64_t mb : sp.micro_batch) {
+              // Interleaving with micro-batches not a multiple of the pipeline: Megatron-LM's
+              // smallest valid micro-batch group (p <= g <= m, m mod g = 0 or >= p).
+              int64_t group = 0;
+              const int64_t per_rank = base.training.global_batch_size / std::max<int64_t>(1, mb * dp);
+              if (sched == Schedule::interleaved && !group_pinned && per_rank >= pp && per_rank % pp != 0)
+                for (int64_t g = pp; g <= per_rank && group == 0; ++g)
+                  if (per_rank % g == 0 || per_rank % g >= pp) group = g;
               for (int64_t z : sp.zero_stage)
                 for (Recompute rc : sp.recompute) {
                   // Sharding over a data-parallel group of one is no sharding: ZeRO-0 stands for it.
@@ -116,9 +124,11 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
                     c.recompute = rc;
                     c.sequence_parallel = seqp;
                     c.count_ends = count_ends;
+                    c.microbatch_group = group;
                     visit(c);
                   }
                 }
+            }
         }
       }
 }

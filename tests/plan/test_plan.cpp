@@ -121,6 +121,22 @@ TEST_CASE("the search counts the embedding and loss as layers where that makes a
   }, excluded);
 }
 
+// Interleaving with 6 micro-batches per rank on 4 stages: Megatron-LM's smallest valid group, 6.
+TEST_CASE("interleaved candidates get a micro-batch group when m is not a multiple of p", "[plan][search]") {
+  const Scenario b = base_scenario("", {"training.global_batch_size=24", "parallel.tensor=1", "parallel.data=2"});
+  std::map<std::string, int64_t> excluded;
+  int64_t seen = 0;
+  enumerate(b, search_space(b, SearchBounds{}), SearchBounds{}, [&](const Candidate& c) {
+    if (c.schedule != Schedule::interleaved || c.pipeline != 4) return;
+    const int64_t m = 24 / (c.micro_batch * 2);
+    if (m < 4) return;  // fewer micro-batches than stages: refused by validation
+    CHECK(c.microbatch_group == (m % 4 == 0 ? 0 : 6));
+    validate_scenario(apply(b, c));
+    seen += m == 6;
+  }, excluded);
+  CHECK(seen > 0);
+}
+
 TEST_CASE("planning is deterministic whatever the thread count", "[plan]") {
   const Scenario s = base_scenario();
   PlanOptions one, two;
