@@ -53,7 +53,7 @@ class Expander {
           n = n * 10 + (s_[i_++] - '0');
         if (i_ == start) fail("'*' without a count at position " + std::to_string(start));
         std::string rep;
-        for (int64_t k = 0; k < n; ++k) {
+        for (int64_t k = 0; k < n && !item.empty(); ++k) {
           rep += item;
           if (static_cast<int64_t>(rep.size()) > kMaxExpanded) fail("expands to more than 2^20 entries");
         }
