@@ -191,8 +191,8 @@ BufferId StageBuilder::receive(const PipelineTask& t, const ChunkSpec& c, bool a
   o.attrs = P2PAttrs{GroupKind::pp, 0, activation ? -1 : 1, bytes,
                      p2p_tag(t.microbatch, c.virtual_stage, vs_total, activation), sg ? static_cast<int32_t>(m_.tp) : 1};
   o.bytes = static_cast<double>(bytes);
-  // Split backwards: sends to both neighbours share one stream, so a throttled receive here
-  // would hold a neighbour's input-gradient send behind its forward send.
+  // Split backwards (B and W tasks) receive unthrottled: a receive waiting for the previous
+  // task's compute would hold a neighbour's input-gradient send, which its B is waiting to pass.
   if (last_task_op_ != kNoOp && !schedule_info(s_.parallel.schedule).splits_backward)
     o.extra_deps.push_back(last_task_op_);
   b_.add(std::move(o));
