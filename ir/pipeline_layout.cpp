@@ -84,11 +84,12 @@ std::vector<VirtualStageLayers> parse_pipeline_layout(const std::string& text, c
                                                       const std::string& key) {
   const std::string flat = Expander(text, at, key).run();
   std::vector<VirtualStageLayers> stages(1);
-  char prev = '|';
+  char prev = '|';  // the previous entry; '|' at a stage's start
   for (const char ch : flat) {
     VirtualStageLayers& st = stages.back();
     switch (ch) {
       case '|':
+        st.loss_last = prev == 'L';
         stages.emplace_back();
         break;
       case 't': ++st.decoder; break;
@@ -102,12 +103,7 @@ std::vector<VirtualStageLayers> parse_pipeline_layout(const std::string& text, c
     }
     prev = ch;
   }
-  // 'L' last in its stage: no entry after it before the next '|' or the end.
-  size_t stage = 0;
-  for (size_t k = 0; k < flat.size(); ++k) {
-    if (flat[k] == '|') ++stage;
-    if (flat[k] == 'L') stages[stage].loss_last = k + 1 == flat.size() || flat[k + 1] == '|';
-  }
+  stages.back().loss_last = prev == 'L';
   return stages;
 }
 

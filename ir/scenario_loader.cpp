@@ -257,8 +257,7 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   // validate_model_and_splits checks that it divides and agrees with an explicit value.
   ParallelConfig& par = s.parallel;
   if (!par.pipeline_layout.empty() && !merged.count("parallel.virtual_pipeline_stages") &&
-      static_cast<int64_t>(par.pipeline_layout.size()) % par.pipeline == 0)
-  {
+      static_cast<int64_t>(par.pipeline_layout.size()) % par.pipeline == 0) {
     par.virtual_pipeline_stages = static_cast<int64_t>(par.pipeline_layout.size()) / par.pipeline;
     // Errors about the virtual stages then point at the layout that set them.
     s.provenance.set("parallel.virtual_pipeline_stages", merged.at("parallel.pipeline_model_parallel_layout").loc);

@@ -25,7 +25,5 @@ std::vector<std::string> shipped_presets();
 void validate_scenario(const Scenario& s);
 // The subset that does not depend on the data-parallel size (run before inferring it).
 void validate_model_and_splits(const Scenario& s);
-// The layer split over pipeline stages (ir/validate_pipeline.cpp); part of the above.
-void validate_pipeline_split(const Scenario& s);
 
 }  // namespace paralab

@@ -8,6 +8,8 @@
 namespace paralab {
 
 namespace {
+bool valid_group(int64_t m, int64_t p, int64_t g) { return g >= p && g <= m && (m % g == 0 || m % g >= p); }
+
 ScheduleProblem one_chunk(const ScheduleParams& p) {
   if (p.chunks == 1) return {};
   return {"parallel.virtual_pipeline_stages", std::to_string(p.chunks),
@@ -33,7 +35,7 @@ ScheduleProblem interleaved_rule(const ScheduleParams& p) {
             "Megatron-LM: the number of contiguous micro-batches in a virtual pipeline stage (" + gs +
                 ") should range in [PP=" + ps + ", M=" + ms + "]",
             "a group of " + ps + " .. " + ms + " micro-batches, and at least pipeline micro-batches per data-parallel rank"};
-  if (m % g != 0 && m % g < p.stages)
+  if (!valid_group(m, p.stages, g))
     return {"parallel.microbatch_group_size_per_vp_stage", gs,
             "Megatron-LM: the remainder of M (" + ms + " micro-batches) divided by N (" + gs +
                 ") should be 0 or at least the pipeline size (" + ps + "); otherwise it introduces dependency bubbles",
@@ -58,6 +60,12 @@ const ScheduleInfo& schedule_info(Schedule s) {
 }
 
 ScheduleFn schedule_for(Schedule s) { return schedule_info(s).fn; }
+
+int64_t smallest_microbatch_group(int64_t microbatches, int64_t stages) {
+  for (int64_t g = stages; g <= microbatches; ++g)
+    if (valid_group(microbatches, stages, g)) return g;
+  return 0;
+}
 
 int64_t peak_in_flight(const std::vector<PipelineTask>& tasks) {
   int64_t live = 0, peak = 0;

@@ -47,6 +47,9 @@ using ScheduleRule = ScheduleProblem (*)(const ScheduleParams&);
 std::vector<PipelineTask> schedule_gpipe(const ScheduleParams& p);
 // 1F1B / PipeDream-Flush (Narayanan et al. 2021, Sec. 2.2.1; Fig. 4 top).
 std::vector<PipelineTask> schedule_1f1b(const ScheduleParams& p);
+// Megatron-LM's rules on an interleaving micro-batch group g for m micro-batches on p stages
+// (schedules.py): p <= g <= m and m mod g either 0 or >= p. The smallest such g; 0 when none.
+int64_t smallest_microbatch_group(int64_t microbatches, int64_t stages);
 // Interleaved 1F1B (Narayanan et al. 2021, Sec. 2.2.2; Fig. 4 bottom), Megatron-LM's schedule
 // table with micro-batch groups of ScheduleParams::group().
 std::vector<PipelineTask> schedule_interleaved(const ScheduleParams& p);

@@ -8,6 +8,7 @@
 #include "ir/enum_names.hpp"
 #include "ir/scenario_loader.hpp"
 #include "ir/schedule.hpp"
+#include "ir/validate_util.hpp"
 
 namespace paralab {
 
@@ -23,18 +24,6 @@ int64_t ModelConfig::padded_vocab(int64_t tensor_parallel) const {
 
 namespace {
 
-std::string divisors_of(int64_t n, int64_t limit = 16) {
-  std::string out;
-  int64_t shown = 0;
-  for (int64_t d = 1; d <= n && shown < limit; ++d)
-    if (n % d == 0) {
-      out += (out.empty() ? "" : ", ") + std::to_string(d);
-      ++shown;
-    }
-  if (shown == limit) out += ", ...";
-  return out;
-}
-
 std::string sci(double x) {
   std::ostringstream os;
   os.precision(3);
@@ -42,19 +31,6 @@ std::string sci(double x) {
   return os.str();
 }
 
-struct Checker {
-  const Scenario& s;
-  [[noreturn]] void fail(const std::string& key, int64_t value, const std::string& problem,
-                         const std::string& allowed) const {
-    throw ConfigError(s.provenance.at(key), key, std::to_string(value), problem, allowed);
-  }
-  // `key`'s value must divide `what` (named `what_name`).
-  void divides(const std::string& key, int64_t value, int64_t what, const std::string& what_name) const {
-    if (what % value != 0)
-      fail(key, value, "does not divide " + what_name + " (" + std::to_string(what) + ")",
-           "a divisor of " + std::to_string(what) + ": " + divisors_of(what));
-  }
-};
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 // megatron/core/transformer/transformer_config.py, pipeline_parallel_layer_layout.py).
 #include <string>
 
-#include "ir/scenario_loader.hpp"
+#include "ir/validate_util.hpp"
 
 namespace paralab {
 
@@ -16,20 +16,7 @@ constexpr const char* kLast = "parallel.decoder_last_pipeline_num_layers";
 constexpr const char* kEmb = "parallel.account_for_embedding_in_pipeline_split";
 constexpr const char* kLoss = "parallel.account_for_loss_in_pipeline_split";
 
-[[noreturn]] void fail(const Scenario& s, const std::string& key, const std::string& value, const std::string& problem,
-                       const std::string& allowed) {
-  throw ConfigError(s.provenance.at(key), key, value, problem, allowed);
-}
-
 std::string n(int64_t x) { return std::to_string(x); }
-
-std::string divisors(int64_t x) {
-  std::string out;
-  int64_t shown = 0;
-  for (int64_t d = 1; d <= x && shown < 16; ++d)
-    if (x % d == 0) out += (shown++ ? ", " : "") + n(d);
-  return out + (shown == 16 ? ", ..." : "");
-}
 
 // Ways to make `L` layers fit `p` stages, for the message of an even split that does not.
 std::string split_hints(int64_t L, int64_t p) {
@@ -50,46 +37,47 @@ std::string split_hints(int64_t L, int64_t p) {
 }
 
 void validate_layout(const Scenario& s) {
+  const Checker c{s};
   const ParallelConfig& par = s.parallel;
   const auto& st = par.pipeline_layout;
   const std::string v = "\"" + par.pipeline_model_parallel_layout + "\"";
   const int64_t stages = static_cast<int64_t>(st.size());
   const std::string grammar = "stages separated by '|'; E first in the first stage, L last in the last";
   if (stages % par.pipeline != 0)
-    fail(s, kLayout, v,
+    c.fail(kLayout, v,
          "has " + n(stages) + " stages; Megatron-LM: the length of pipeline_model_parallel_layout must be divisible by "
          "pipeline_model_parallel_size (" + n(par.pipeline) + ")",
          "k x " + n(par.pipeline) + " stages (k virtual stages per pipeline rank)");
   if (stages / par.pipeline > 1024)
-    fail(s, kLayout, v, "has " + n(stages) + " stages: " + n(stages / par.pipeline) + " virtual stages per pipeline rank",
+    c.fail(kLayout, v, "has " + n(stages) + " stages: " + n(stages / par.pipeline) + " virtual stages per pipeline rank",
          "at most 1024 virtual stages per rank (virtual_pipeline_stages' bound)");
   if (par.virtual_pipeline_stages != stages / par.pipeline)
-    fail(s, "parallel.virtual_pipeline_stages", n(par.virtual_pipeline_stages),
+    c.fail("parallel.virtual_pipeline_stages", n(par.virtual_pipeline_stages),
          "disagrees with the layout's " + n(stages) + " stages on " + n(par.pipeline) +
              " pipeline ranks; Megatron-LM sets no more than one of --num-virtual-stages-per-pipeline-rank and "
              "--pipeline-model-parallel-layout",
          n(stages / par.pipeline) + ", or leave it unset");
   int64_t emb = 0, loss = 0, decoder = 0, mtp = 0;
   for (const auto& x : st) emb += x.embedding, loss += x.loss, decoder += x.decoder, mtp += x.mtp;
-  if (emb != 1) fail(s, kLayout, v, "has " + n(emb) + " E; Megatron-LM: embedding must be specified exactly once", grammar);
-  if (loss != 1) fail(s, kLayout, v, "has " + n(loss) + " L; Megatron-LM: loss must be specified exactly once", grammar);
+  if (emb != 1) c.fail(kLayout, v, "has " + n(emb) + " E; Megatron-LM: embedding must be specified exactly once", grammar);
+  if (loss != 1) c.fail(kLayout, v, "has " + n(loss) + " L; Megatron-LM: loss must be specified exactly once", grammar);
   if (!st.front().embedding || !st.front().embedding_first)
-    fail(s, kLayout, v,
+    c.fail(kLayout, v,
          "Megatron-LM: the first layer must be embedding; the embedding runs on the first virtual stage "
          "(pipeline rank 0, chunk 0), so its E leads the first stage",
          grammar);
   if (!st.back().loss || !st.back().loss_last)
-    fail(s, kLayout, v,
+    c.fail(kLayout, v,
          "Megatron-LM: the last layer must be loss; the loss runs on the last virtual stage, so its L ends the "
          "last stage",
          grammar);
   if (decoder != s.model.num_layers)
-    fail(s, kLayout, v,
+    c.fail(kLayout, v,
          "Megatron-LM: the number of decoder layers (t: " + n(decoder) + ") must match num_layers (" +
              n(s.model.num_layers) + ")",
          n(s.model.num_layers) + " t in all");
   if (mtp != 0)
-    fail(s, kLayout, v,
+    c.fail(kLayout, v,
          "Megatron-LM: the number of MTP layers in the layout (m: " + n(mtp) +
              ") must match mtp_num_layers (0: multi-token prediction is not modeled)",
          "no m");
@@ -98,6 +86,7 @@ void validate_layout(const Scenario& s) {
 }  // namespace
 
 void validate_pipeline_split(const Scenario& s) {
+  const Checker c{s};
   const ParallelConfig& par = s.parallel;
   const int64_t L = s.model.num_layers, p = par.pipeline;
   const int64_t first = par.decoder_first_pipeline_num_layers, last = par.decoder_last_pipeline_num_layers;
@@ -108,18 +97,18 @@ void validate_pipeline_split(const Scenario& s) {
   if (!par.pipeline_layout.empty()) {
     const std::string v = "\"" + par.pipeline_model_parallel_layout + "\"";
     if (uneven)
-      fail(s, kLayout, v,
+      c.fail(kLayout, v,
            "Megatron-LM refuses a pipeline_model_parallel_layout with " + uneven_key.substr(9) +
                " (num_layers_in_first/last_pipeline_stage): the layout places every layer",
            "the layout, or the uneven first/last stages");
     if (counted)
-      fail(s, kLayout, v, "is given with " + counted_key.substr(9) + ": the layout places the embedding (E) and loss (L) itself",
+      c.fail(kLayout, v, "is given with " + counted_key.substr(9) + ": the layout places the embedding (E) and loss (L) itself",
            "the layout, or the counted embedding/loss");
     validate_layout(s);
     return;
   }
   if (uneven && counted)
-    fail(s, uneven_key, n(first > 0 ? first : last),
+    c.fail(uneven_key, n(first > 0 ? first : last),
          "Megatron-LM: num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set at the "
          "same time with account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split",
          "the uneven first/last stages, or the counted embedding/loss");
@@ -127,12 +116,12 @@ void validate_pipeline_split(const Scenario& s) {
     const int64_t fixed_stages = (first > 0) + (last > 0);
     const int64_t rest = L - first - last;
     if (p <= fixed_stages || rest <= 0 || rest % (p - fixed_stages) != 0)
-      fail(s, uneven_key, n(first > 0 ? first : last),
+      c.fail(uneven_key, n(first > 0 ? first : last),
            "the remaining " + n(rest) + " layers do not split evenly over the other " + n(p - fixed_stages) +
                " pipeline stages",
            "values that leave a positive multiple of " + n(p - fixed_stages) + " layers for the middle stages");
     if (par.virtual_pipeline_stages > 1)
-      fail(s, uneven_key, n(first > 0 ? first : last), "uneven stages are not supported with virtual stages",
+      c.fail(uneven_key, n(first > 0 ? first : last), "uneven stages are not supported with virtual stages",
            "virtual_pipeline_stages = 1");
     return;
   }
@@ -142,14 +131,14 @@ void validate_pipeline_split(const Scenario& s) {
                                                " = " + n(total)
                                          : "num_layers (" + n(L) + ")";
   if (total % p != 0) {
-    fail(s, "parallel.pipeline", n(p), "does not divide " + counted_as,
-         "a divisor of " + n(total) + ": " + divisors(total) + (counted ? "" : split_hints(L, p)));
+    c.fail("parallel.pipeline", n(p), "does not divide " + counted_as,
+         "a divisor of " + n(total) + ": " + divisors_of(total) + (counted ? "" : split_hints(L, p)));
   }
   const int64_t per_stage = total / p;
   if (per_stage % par.virtual_pipeline_stages != 0)
-    fail(s, "parallel.virtual_pipeline_stages", n(par.virtual_pipeline_stages),
+    c.fail("parallel.virtual_pipeline_stages", n(par.virtual_pipeline_stages),
          "does not divide the " + n(per_stage) + " layers per pipeline stage (" + counted_as + " over " + n(p) + ")",
-         "a divisor of " + n(per_stage) + ": " + divisors(per_stage));
+         "a divisor of " + n(per_stage) + ": " + divisors_of(per_stage));
 }
 
 }  // namespace paralab

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/schedule.hpp"
 #include "ir/step_ir.hpp"
 
 namespace paralab {
@@ -88,12 +89,11 @@ void enumerate(const Scenario& base, const SearchSpace& sp, const SearchBounds& 
           for (Schedule sched : scheds)
             for (int64_t mb : sp.micro_batch) {
               // Interleaving with micro-batches not a multiple of the pipeline: Megatron-LM's
-              // smallest valid micro-batch group (p <= g <= m, m mod g = 0 or >= p).
+              // smallest valid micro-batch group.
               int64_t group = 0;
               const int64_t per_rank = base.training.global_batch_size / std::max<int64_t>(1, mb * dp);
-              if (sched == Schedule::interleaved && !group_pinned && per_rank >= pp && per_rank % pp != 0)
-                for (int64_t g = pp; g <= per_rank && group == 0; ++g)
-                  if (per_rank % g == 0 || per_rank % g >= pp) group = g;
+              if (sched == Schedule::interleaved && !group_pinned && per_rank % pp != 0)
+                group = smallest_microbatch_group(per_rank, pp);
               for (int64_t z : sp.zero_stage)
                 for (Recompute rc : sp.recompute) {
                   // Sharding over a data-parallel group of one is no sharding: ZeRO-0 stands for it.
