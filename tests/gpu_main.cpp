@@ -1,7 +1,6 @@
 // Catch2 main for [gpu] test executables: runs the tests when a CUDA device is usable and
 // exits 77 (ctest SKIP_RETURN_CODE) with a clear message when there is no device or driver.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <cstdio>
 
@@ -13,5 +12,5 @@ int main(int argc, char* argv[]) {
                  err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return paralab::test::run_catch_session(argc, argv);
 }
