@@ -7,6 +7,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "apps/inspect_moe.hpp"
 #include "ir/accounting.hpp"
 #include "ir/ir_json.hpp"
 #include "ir/scenario_loader.hpp"
@@ -42,7 +43,7 @@ void print_table(const StepSummary& s, const StepIR& ir) {
               (long long)p.virtual_pipeline_stages, std::string(to_string(p.schedule)).c_str(), (long long)p.zero_stage,
               std::string(to_string(sc.training.recompute)).c_str(), p.sequence_parallel ? ", SP" : "",
               (long long)sc.num_microbatches(), (long long)sc.training.micro_batch_size);
-  std::printf("parameters %s total\n", human(static_cast<double>(s.parameters_total), "").c_str());
+  std::printf("parameters %s total, all active (dense)\n", human(static_cast<double>(s.parameters_total), "").c_str());
   std::printf("FLOPs      %s model, %s hardware per step (%s tokens)\n", human(s.model_flops_per_step, "FLOP").c_str(),
               human(s.hardware_flops_per_step, "FLOP").c_str(), human(static_cast<double>(s.tokens_per_step), "").c_str());
   std::printf("memory     peak %.2f GiB of %.0f GiB per device: %s\n", s.peak_memory_bytes / GiB,
@@ -93,6 +94,10 @@ int run_inspect(int argc, char** argv) {
     if (*rank < 0 || *rank >= s.world_size())
       throw UsageError("--rank " + *r + " is outside 0.." + std::to_string(s.world_size() - 1));
     if (!a.value("--dump-ir")) throw UsageError("--rank only applies to --dump-ir");
+  }
+  if (s.model.moe.enabled() || s.model.mla.multi_latent_attention) {
+    if (a.value("--dump-ir")) require_generated_model(s);  // refuses, naming the key
+    return inspect_model_only(s, a.flag("--json"));
   }
   const StepIR ir = build_step_ir(s);
   const StepSummary sum = summarize(ir);

@@ -44,8 +44,7 @@ inline constexpr const char* fusion = "a kernel-fusion switch: paralab's ops are
 inline constexpr const char* impl = "an implementation choice that does the same work";
 inline constexpr const char* numerics = "numerics only (scaling, checks, determinism): the same work";
 inline constexpr const char* moe =
-    "paralab has no mixture-of-experts layers: the model is converted as a dense model (one MLP of "
-    "ffn_hidden_size per layer), so its parameters, FLOPs, memory and communication are a dense model's";
+    "a mixture-of-experts option paralab does not model (docs/moe.md lists the keys it reads)";
 }  // namespace why
 
 // The rule for `name`: an exact row, else the longest matching prefix row; nullptr when none.

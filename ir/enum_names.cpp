@@ -37,6 +37,12 @@ PARALAB_NAMES(OffloadParam, {"none", OffloadParam::none}, {"cpu", OffloadParam::
 PARALAB_NAMES(DataParallelImpl, {"ddp", DataParallelImpl::ddp}, {"dataparallel", DataParallelImpl::dataparallel})
 PARALAB_NAMES(SeqLengthDistribution, {"none", SeqLengthDistribution::none},
               {"exponential", SeqLengthDistribution::exponential}, {"uniform", SeqLengthDistribution::uniform})
+PARALAB_NAMES(RouterScore, {"softmax", RouterScore::softmax}, {"sigmoid", RouterScore::sigmoid})
+PARALAB_NAMES(LoadBalancing, {"aux_loss", LoadBalancing::aux_loss}, {"seq_aux_loss", LoadBalancing::seq_aux_loss},
+              {"none", LoadBalancing::none})
+PARALAB_NAMES(TokenDispatcher, {"allgather", TokenDispatcher::allgather}, {"alltoall", TokenDispatcher::alltoall})
+PARALAB_NAMES(RoutingModel, {"balanced", RoutingModel::balanced}, {"zipf", RoutingModel::zipf},
+              {"hot_expert", RoutingModel::hot_expert}, {"measured", RoutingModel::measured})
 PARALAB_NAMES(DeviceKind, {"gpu", DeviceKind::gpu}, {"cpu", DeviceKind::cpu})
 PARALAB_NAMES(IntraFabric, {"nvswitch", IntraFabric::nvswitch}, {"pcie", IntraFabric::pcie},
               {"shm", IntraFabric::shm})
@@ -93,6 +99,7 @@ std::string_view to_string(CollectiveAlgo v) { return enum_to_string(v); }
 std::string_view to_string(OffloadParam v) { return enum_to_string(v); }
 std::string_view to_string(DataParallelImpl v) { return enum_to_string(v); }
 std::string_view to_string(SeqLengthDistribution v) { return enum_to_string(v); }
+std::string_view to_string(RoutingModel v) { return enum_to_string(v); }
 std::string_view to_string(DeviceKind v) { return enum_to_string(v); }
 std::string_view to_string(IntraFabric v) { return enum_to_string(v); }
 std::string_view to_string(NetworkKind v) { return enum_to_string(v); }

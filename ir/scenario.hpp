@@ -12,6 +12,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/error.hpp"
+#include "ir/moe_config.hpp"
 #include "ir/pipeline_layout.hpp"
 #include "ir/topology.hpp"
 #include "ir/variation.hpp"
@@ -51,6 +52,8 @@ struct ModelConfig {
   double attention_dropout = 0.1;
   double norm_epsilon = 1e-5;
   double rotary_base = 10000.0;
+  MoEConfig moe;  // experts, router, MTP (ir/moe_config.hpp); keys are [model]'s
+  MLAConfig mla;  // multi-head latent attention
 
   // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * tp
   // (megatron/training/tokenizer: _vocab_size_with_padding).
@@ -104,6 +107,11 @@ struct ParallelConfig {
   int64_t pipeline = 1;
   int64_t context = 1;
   int64_t data = 0;  // 0 until inferred from the cluster's GPU count
+  // Expert layers fold onto the same ranks (Megatron's parallel folding, docs/ir.md): expert
+  // parallel size and expert tensor parallel size (0: the tensor size, Megatron's default);
+  // the expert data-parallel size is tensor*context*data / (expert*expert_tensor).
+  int64_t expert = 1;
+  int64_t expert_tensor = 0;
   bool sequence_parallel = false;
   int64_t virtual_pipeline_stages = 1;
   // Megatron-LM's microbatch_group_size_per_vp_stage: the interleaved schedule runs this many
@@ -148,6 +156,7 @@ struct ParallelConfig {
   std::vector<VirtualStageLayers> pipeline_layout;  // parsed at load
 
   [[nodiscard]] int64_t world() const { return tensor * pipeline * context * data; }
+  [[nodiscard]] int64_t expert_tensor_size() const { return expert_tensor > 0 ? expert_tensor : tensor; }
   // Bytes of gradients per bucket (see dp_bucket_mb).
   [[nodiscard]] double bucket_bytes(int64_t grad_bytes_per_param) const {
     if (dp_bucket_mb > 0) return dp_bucket_mb * 1048576.0;

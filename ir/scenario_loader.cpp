@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ir/ir_size.hpp"
+#include "ir/moe_routing.hpp"
 #include "ir/raw_config.hpp"
 #include "ir/schema.hpp"
 #include "ir/step_ir.hpp"
@@ -45,7 +46,37 @@ const Schema<Scenario>& scenario_schema() {
         .real("model.hidden_dropout", AT(model.hidden_dropout), 0, 0.999)
         .real("model.attention_dropout", AT(model.attention_dropout), 0, 0.999)
         .real("model.norm_epsilon", AT(model.norm_epsilon), 0, 1, true)
-        .real("model.rotary_base", AT(model.rotary_base), 1, 1e9);
+        .real("model.rotary_base", AT(model.rotary_base), 1, 1e9)
+        .integer("model.num_experts", AT(model.moe.num_experts), 0, 1 << 20)
+        .integer("model.moe_router_topk", AT(model.moe.moe_router_topk), 1, 1 << 20)
+        .integer("model.moe_ffn_hidden_size", AT(model.moe.moe_ffn_hidden_size), 1, int64_t{1} << 22)
+        .integer("model.moe_shared_expert_intermediate_size", AT(model.moe.moe_shared_expert_intermediate_size), 0,
+                 int64_t{1} << 24)
+        .field("model.moe_layer_freq", [](Scenario& sc, const RawValue& v, const std::string& k) {
+          sc.model.moe.moe_layer_freq = v.type == RawValue::Type::integer ? std::to_string(v.i) : read_string(v, k);
+        })
+        .choice<RouterScore>("model.moe_router_score_function", AT(model.moe.moe_router_score_function))
+        .real("model.moe_router_topk_scaling_factor", AT(model.moe.moe_router_topk_scaling_factor), 0, 1e6)
+        .integer("model.moe_router_num_groups", AT(model.moe.moe_router_num_groups), 1, 1 << 20)
+        .integer("model.moe_router_group_topk", AT(model.moe.moe_router_group_topk), 1, 1 << 20)
+        .choice<LoadBalancing>("model.moe_router_load_balancing_type", AT(model.moe.moe_router_load_balancing_type))
+        .boolean("model.moe_router_enable_expert_bias", AT(model.moe.moe_router_enable_expert_bias))
+        .real("model.moe_aux_loss_coeff", AT(model.moe.moe_aux_loss_coeff), 0, 1e6)
+        .choice<TokenDispatcher>("model.moe_token_dispatcher_type", AT(model.moe.moe_token_dispatcher_type))
+        .real("model.moe_expert_capacity_factor", AT(model.moe.moe_expert_capacity_factor), 0, 1e6, true)
+        .boolean("model.moe_grouped_gemm", AT(model.moe.moe_grouped_gemm))
+        .integer("model.mtp_num_layers", AT(model.moe.mtp_num_layers), 0, 64)
+        .choice<RoutingModel>("model.moe_routing", AT(model.moe.moe_routing))
+        .real("model.moe_routing_zipf_exponent", AT(model.moe.moe_routing_zipf_exponent), 0, 10)
+        .real("model.moe_routing_hot_expert_share", AT(model.moe.moe_routing_hot_expert_share), 0, 1, true)
+        .text("model.moe_routing_counts_file", AT(model.moe.moe_routing_counts_file))
+        .integer("model.moe_routing_seed", AT(model.moe.moe_routing_seed), 0, int64_t{1} << 62)
+        .boolean("model.multi_latent_attention", AT(model.mla.multi_latent_attention))
+        .integer("model.q_lora_rank", AT(model.mla.q_lora_rank), 0, 1 << 20)
+        .integer("model.kv_lora_rank", AT(model.mla.kv_lora_rank), 1, 1 << 20)
+        .integer("model.qk_head_dim", AT(model.mla.qk_head_dim), 1, 65536)
+        .integer("model.qk_pos_emb_head_dim", AT(model.mla.qk_pos_emb_head_dim), 0, 65536)
+        .integer("model.v_head_dim", AT(model.mla.v_head_dim), 1, 65536);
     x.integer("training.global_batch_size", AT(training.global_batch_size), 1, kBig)
         .integer("training.micro_batch_size", AT(training.micro_batch_size), 1, int64_t{1} << 20)
         .choice<Precision>("training.precision", AT(training.precision))
@@ -71,6 +102,8 @@ const Schema<Scenario>& scenario_schema() {
         .integer("parallel.pipeline", AT(parallel.pipeline), 1, 65536)
         .integer("parallel.context", AT(parallel.context), 1, 65536)
         .integer("parallel.data", AT(parallel.data), 1, kBig)
+        .integer("parallel.expert", AT(parallel.expert), 1, 1 << 20)
+        .integer("parallel.expert_tensor", AT(parallel.expert_tensor), 1, 65536)
         .boolean("parallel.sequence_parallel", AT(parallel.sequence_parallel))
         .integer("parallel.virtual_pipeline_stages", AT(parallel.virtual_pipeline_stages), 1, 1024)
         .integer("parallel.microbatch_group_size_per_vp_stage", AT(parallel.microbatch_group_size_per_vp_stage), 1,
@@ -126,6 +159,8 @@ constexpr std::pair<std::string_view, std::string_view> kParallelAliases[] = {
     {"parallel.pipeline_model_parallel_size", "parallel.pipeline"},
     {"parallel.context_parallel_size", "parallel.context"},
     {"parallel.data_parallel_size", "parallel.data"},
+    {"parallel.expert_model_parallel_size", "parallel.expert"},
+    {"parallel.expert_tensor_parallel_size", "parallel.expert_tensor"},
     {"parallel.num_virtual_stages_per_pipeline_rank", "parallel.virtual_pipeline_stages"},
     {"parallel.virtual_pipeline_model_parallel_size", "parallel.virtual_pipeline_stages"},
     {"parallel.num_layers_in_first_pipeline_stage", "parallel.decoder_first_pipeline_num_layers"},
@@ -253,6 +288,16 @@ Scenario load_scenario(const std::filesystem::path& file, const std::vector<std:
   }
   if (!merged.count("model.ffn_hidden_size")) m.ffn_hidden_size = 4 * m.hidden_size;
   if (!merged.count("model.max_position_embeddings")) m.max_position_embeddings = m.seq_length;
+  if (!merged.count("model.moe_ffn_hidden_size")) m.moe.moe_ffn_hidden_size = m.ffn_hidden_size;
+  if (m.moe.enabled())
+    m.moe.moe_layers = parse_moe_layer_freq(m.moe.moe_layer_freq, m.num_layers, s.provenance.at("model.moe_layer_freq"),
+                                            "model.moe_layer_freq");
+  if (m.moe.enabled() && !m.moe.moe_routing_counts_file.empty()) {
+    const int64_t moe_layers = std::count(m.moe.moe_layers.begin(), m.moe.moe_layers.end(), true);
+    std::filesystem::path counts(m.moe.moe_routing_counts_file);
+    if (counts.is_relative()) counts = file.parent_path() / counts;
+    m.moe.measured_counts = read_routing_counts(counts, m.moe.num_experts, moe_layers, "model.moe_routing_counts_file");
+  }
   // A pipeline layout sets the virtual stages (Megatron-LM: its stage count / pipeline size);
   // validate_model_and_splits checks that it divides and agrees with an explicit value.
   ParallelConfig& par = s.parallel;

@@ -17,7 +17,20 @@ Layout layout_of(const Scenario& s) {
   return Layout(s.parallel.tensor, s.parallel.context, s.parallel.data, s.parallel.pipeline, nvlink_domain_devices(s));
 }
 
+void require_generated_model(const Scenario& s) {
+  const char* what = "are counted by `paralab inspect`, but their step ops are not generated yet (docs/moe.md)";
+  if (s.model.moe.enabled())
+    throw ConfigError(s.provenance.at("model.num_experts"), "model.num_experts", std::to_string(s.model.moe.num_experts),
+                      std::string("mixture-of-experts layers ") + what,
+                      "0 (a dense model) to simulate, plan, execute or export");
+  if (s.model.mla.multi_latent_attention)
+    throw ConfigError(s.provenance.at("model.multi_latent_attention"), "model.multi_latent_attention", "true",
+                      std::string("multi-head latent attention layers ") + what,
+                      "false to simulate, plan, execute or export");
+}
+
 StepIR build_step_ir(const Scenario& s, int threads) {
+  require_generated_model(s);
   StepIR ir{s, layout_of(s), ModelShape::from(s), {}};
   const int64_t p = s.parallel.pipeline;
   ir.stages.resize(static_cast<size_t>(p));

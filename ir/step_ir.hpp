@@ -30,6 +30,11 @@ struct StepIR {
 // Generates the IR. `threads` > 1 builds stages concurrently (the result is identical).
 StepIR build_step_ir(const Scenario& s, int threads = 1);
 
+// Refuses (ConfigError) a model the step IR cannot generate yet: experts (model.num_experts >
+// 0) and multi-head latent attention are loaded, validated and counted (`inspect`), but their
+// ops are not generated (docs/moe.md). build_step_ir and the planner call it first.
+void require_generated_model(const Scenario& s);
+
 // The ranks behind one NVLink switch fabric: the topology's NVLink domain when the cluster fills
 // its hosts (several hosts for GB200 NVL72), else the cluster's devices per node. The layout's
 // "node" is this domain: what shares intra-node links, and what "within a node" means.

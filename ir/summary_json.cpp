@@ -46,6 +46,8 @@ nlohmann::json to_json(const StepSummary& s, const StepIR& ir) {
   j["num_microbatches"] = ir.scenario.num_microbatches();
   j["tokens_per_step"] = s.tokens_per_step;
   j["parameters_total"] = s.parameters_total;
+  j["parameters_active"] = s.parameters_total;  // the generated IR is dense: every parameter is active
+  j["parameters_mtp"] = 0;
   int64_t max_params = 0;
   for (const auto& st : s.stages) max_params = std::max(max_params, st.params);
   j["parameters_per_rank_max"] = max_params;

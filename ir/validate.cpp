@@ -231,6 +231,7 @@ void validate_scenario(const Scenario& s) {
   validate_world_and_batch(s);
   validate_offload(s);
   validate_dataparallel(s);
+  validate_moe(s);
 }
 
 }  // namespace paralab

@@ -44,4 +44,7 @@ struct Checker {
 // validate_model_and_splits.
 void validate_pipeline_split(const Scenario& s);
 
+// Experts, router, MLA and expert parallelism (ir/validate_moe.cpp), part of validate_scenario.
+void validate_moe(const Scenario& s);
+
 }  // namespace paralab

@@ -13,6 +13,7 @@
 
 #include "ir/error.hpp"
 #include "ir/scenario_loader.hpp"
+#include "ir/step_ir.hpp"
 #include "plan/lower_bound.hpp"
 
 namespace paralab {
@@ -183,6 +184,7 @@ JobRunner local_runner(int threads, const std::function<void()>& done) {
 }
 
 PlanResult plan(const Scenario& base, const PlanOptions& options, const PlanProgress& progress) {
+  require_generated_model(base);
   const auto t0 = std::chrono::steady_clock::now();
   PlanResult out;
   const int threads = std::max(1, options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()));

@@ -34,6 +34,13 @@ convert() {
 }
 convert gpt3-175b "TP8 PP16 CP1 DP12" megatron --file "$data/train_gpt3_175b_distributed.sh" --gpus 1536
 convert llama3-8b "TP1 PP1 CP1 DP8" megatron --file "$data/train_llama3_8b_h100_fp8.sh"
+convert mixtral "parameters 46.70 B total, 12.88 B active" megatron --file "$data/train_mixtral_8x7b_distributed.sh" --gpus 32
+# On the script's own node of 8, PP4 leaves 2 ranks per stage for EP8: refused at the script's line.
+if "$paralab" import megatron --file "$data/train_mixtral_8x7b_distributed.sh" --out "$work/mixtral-8.toml" 2> "$work/mixtral-8.err"; then
+  echo "FAIL: EP8 on 2 ranks per stage was imported"; fail=1
+elif ! grep -q "train_mixtral_8x7b_distributed.sh:85: --expert-model-parallel-size = 8: .*does not divide a pipeline stage's ranks" "$work/mixtral-8.err"; then
+  echo "FAIL: the EP error does not name the script's line: $(cat "$work/mixtral-8.err")"; fail=1
+fi
 convert nemo-175b "TP4 PP8 CP1 DP32  (v=6, interleaved, ZeRO-1" nemo "$data/nemo_launcher_gpt3_175b.yaml"
 convert nemo-gpt "parameters 124 M" nemo "$data/megatron_gpt_config.yaml"
 convert args "TP2 PP1 CP1 DP4" megatron --gpus 8 -- --num-layers 24 --hidden-size 2048 --num-attention-heads 16 \
@@ -43,8 +50,8 @@ convert args "TP2 PP1 CP1 DP4" megatron --gpus 8 -- --num-layers 24 --hidden-siz
 # What was not converted: on stderr and in the file.
 grep -q -- "--save-interval, --save, --load" "$work/gpt3-175b.err" || { echo "FAIL: ignored arguments not on stderr"; fail=1; }
 grep -q -- "^#     --save-interval, --save, --load" "$work/gpt3-175b.toml" || { echo "FAIL: ignored arguments not in the file"; fail=1; }
-grep -q -- "--num-experts 8 (the command line): paralab has no mixture-of-experts" "$work/args.err" ||
-  { echo "FAIL: --num-experts not reported as unsupported"; fail=1; }
+grep -q "^num_experts = 8 .*# --num-experts 8 (the command line)" "$work/args.toml" ||
+  { echo "FAIL: --num-experts not converted"; fail=1; }
 grep -q "^num_layers = 96 .*# --num-layers 96 (.*train_gpt3_175b_distributed.sh:29)" "$work/gpt3-175b.toml" ||
   { echo "FAIL: a key without its origin"; fail=1; }
 # Without --out the scenario goes to stdout.

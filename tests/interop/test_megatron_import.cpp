@@ -129,20 +129,27 @@ TEST_CASE("Megatron-LM's optimizer offload arguments convert to the offload keys
   CHECK_FALSE(skipped(d, "--optimizer-cpu-offload"));
 }
 
-TEST_CASE("mixture-of-experts and unknown arguments are reported, never dropped", "[interop][megatron]") {
+TEST_CASE("mixture-of-experts arguments convert; unknown ones are reported, never dropped", "[interop][megatron]") {
   const auto d = import_megatron_args(small({"--num-experts", "8", "--moe-router-topk", "2", "--expert-model-parallel-size", "8",
-                                             "--frobnicate", "3", "--bf16"}),
+                                             "--moe-layer-freq", "([0]*1+[1]*7)", "--moe-router-score-function", "sigmoid",
+                                             "--moe-router-enable-expert-bias", "--moe-token-dispatcher-type", "alltoall",
+                                             "--moe-permute-fusion", "--frobnicate", "3", "--bf16"}),
                                       gpus(8));
-  (void)load_draft(d);
-  for (const char* moe : {"--num-experts", "--moe-router-topk", "--expert-model-parallel-size"}) {
-    INFO(moe);
-    REQUIRE(skipped(d, moe));
-    CHECK(skipped(d, moe)->kind == SkipKind::unsupported);
-    CHECK(skipped(d, moe)->reason.find("mixture-of-experts") != std::string::npos);
-  }
+  const paralab::Scenario s = load_draft(d);
+  CHECK(s.model.moe.num_experts == 8);
+  CHECK(s.model.moe.moe_router_topk == 2);
+  CHECK(s.parallel.expert == 8);
+  CHECK(s.model.moe.moe_layers == std::vector<bool>{false, true, true, true, true, true, true, true});
+  CHECK(s.model.moe.moe_router_score_function == paralab::RouterScore::sigmoid);
+  CHECK(s.model.moe.moe_router_enable_expert_bias);
+  CHECK(s.model.moe.moe_token_dispatcher_type == paralab::TokenDispatcher::alltoall);
+  for (const char* moe : {"--num-experts", "--moe-router-topk", "--expert-model-parallel-size", "--moe-layer-freq"})
+    CHECK_FALSE(skipped(d, moe));
+  REQUIRE(skipped(d, "--moe-permute-fusion"));
+  CHECK(skipped(d, "--moe-permute-fusion")->kind == SkipKind::unsupported);
+  CHECK(skipped(d, "--moe-permute-fusion")->reason.find("mixture-of-experts") != std::string::npos);
   REQUIRE(skipped(d, "--frobnicate"));
   CHECK(skipped(d, "--frobnicate")->kind == SkipKind::unknown);
-  CHECK(d.report().find("--num-experts 8 (the command line)") != std::string::npos);
   CHECK(d.toml().find("#   --frobnicate 3 (the command line): not an argument paralab knows") != std::string::npos);
 }
 

@@ -1,6 +1,8 @@
 // paralab tests — helpers: temporary scenario files and scenario construction from TOML text.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,17 @@ class TempFile {
 inline Scenario scenario_from(const std::string& toml, const std::vector<std::string>& sets = {}) {
   TempFile f(toml);
   return load_scenario(f.path(), sets);
+}
+
+// The ConfigError loading `toml` with `sets` raises (fails the test when none).
+inline ConfigError config_error_of(const std::string& toml, const std::vector<std::string>& sets = {}) {
+  try {
+    scenario_from(toml, sets);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("expected a ConfigError");
+  throw;  // unreachable
 }
 
 // A small GPT on one DGX A100 node; tests override what they exercise with --set.
