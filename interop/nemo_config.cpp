@@ -124,6 +124,15 @@ GpuCount nemo_gpus(ScenarioDraft& d) {
   return g;
 }
 
+// model.num_moe_experts: NeMo's 1 (or null) is a dense model, more are routed experts.
+void nemo_experts(ScenarioDraft& d) {
+  const SourceItem* n = d.take("num_moe_experts");
+  if (!n) return;
+  const int64_t experts = n->null ? 1 : item_integer(*n, 0);
+  if (experts > 1) d.set_from("model.num_experts", std::to_string(experts), *n);
+  else d.skip(*n, SkipKind::ignored, "NeMo's 1 (or none): a dense model");
+}
+
 }  // namespace
 
 ScenarioDraft import_nemo(const std::filesystem::path& yaml, const ImportOptions& opts) {
@@ -141,6 +150,7 @@ ScenarioDraft import_nemo(const std::filesystem::path& yaml, const ImportOptions
   nemo_checks(d, yaml.string());
   nemo_precision(d);
   nemo_optimizer(d);
+  nemo_experts(d);
   apply_megatron_defaults(d, opts);
   size_cluster(d, nemo_gpus(d), opts);
   finish_draft(d, opts);
