@@ -53,6 +53,7 @@ nlohmann::json moe_json(const Scenario& s) {
 
 int inspect_model_only(const Scenario& s, bool json) {
   const ParameterCount c = count_parameters(s.model, s.model.vocab_size);
+  const double flops_per_token = model_flops_per_token(s.model, s.model.vocab_size);
   const char* why = "step ops of experts and latent attention are not generated yet (docs/moe.md)";
   if (json) {
     nlohmann::json j;
@@ -64,6 +65,8 @@ int inspect_model_only(const Scenario& s, bool json) {
     j["parameters_mtp"] = c.mtp;
     j["parameters_embedding"] = c.embedding;
     j["parameters_routed_experts"] = c.experts;
+    j["model_flops_per_token"] = flops_per_token;
+    j["model_flops_per_step"] = flops_per_token * static_cast<double>(s.tokens_per_step());
     if (s.model.moe.enabled()) j["experts"] = moe_json(s);
     j["step_ir"] = why;
     std::printf("%s\n", j.dump(2).c_str());
@@ -88,6 +91,10 @@ int inspect_model_only(const Scenario& s, bool json) {
   }
   std::printf("parameters %s total, %s active per token", count(c.total).c_str(), count(c.active).c_str());
   if (c.mtp > 0) std::printf(", %s in %lld MTP module(s) beside them", count(c.mtp).c_str(), (long long)s.model.moe.mtp_num_layers);
+  const double step_flops = flops_per_token * static_cast<double>(s.tokens_per_step());
+  std::printf("\nFLOPs      %.1f GFLOP per token (model, forward and backward), %.3g %s per step (%lld tokens)",
+              flops_per_token / 1e9, step_flops >= 1e18 ? step_flops / 1e18 : step_flops / 1e15,
+              step_flops >= 1e18 ? "EFLOP" : "PFLOP", static_cast<long long>(s.tokens_per_step()));
   std::printf("\nstep IR    %s: simulate, plan, execute and export refuse this model\n", why);
   return 0;
 }

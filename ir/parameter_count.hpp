@@ -22,4 +22,8 @@ struct ParameterCount {
 // padded_vocab(tp) for what a layout stores.
 ParameterCount count_parameters(const ModelConfig& m, int64_t vocab);
 
+// Model FLOPs of one token's forward and backward pass (Korthikanti et al. 2022, Eq. 7,
+// generalized to GQA, SwiGLU, experts and MLA; no recomputation): what MFU divides by.
+double model_flops_per_token(const ModelConfig& m, int64_t vocab);
+
 }  // namespace paralab

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ir/accounting.hpp"
 #include "ir/expert_layout.hpp"
 #include "ir/model_shape.hpp"
 #include "ir/moe_routing.hpp"
@@ -90,6 +91,25 @@ TEST_CASE("the parameter count of a dense model is the IR's", "[ir][moe][presets
       CHECK(n.active == n.total);
       CHECK(n.mtp == 0);
     }
+}
+
+TEST_CASE("model FLOPs per token are the IR's on dense models", "[ir][moe][presets]") {
+  for (const char* p : {"tiny", "tiny-llama", "llama3-8b", "gpt3-175b"}) {
+    INFO(p);
+    const Scenario s = scenario_from("[model]\npreset = \"" + std::string(p) +
+                                     "\"\n[training]\nglobal_batch_size = 8\n[cluster]\ntopology = \"dgx-a100\"\nnodes = 1\n");
+    const double ir = summarize(build_step_ir(s)).model_flops_per_step;
+    const double ours = model_flops_per_token(s.model, s.model.padded_vocab(1)) * static_cast<double>(s.tokens_per_step());
+    CHECK(ours == Approx(ir).epsilon(1e-9));
+  }
+  // Mixtral 8x7B (32K sequences): above 6 FLOPs per active weight a token multiplies (the
+  // top-2 experts, not all 8), below that plus the attention core over 32K positions.
+  const Scenario mx = preset("mixtral-8x7b");
+  const double per_token = model_flops_per_token(mx.model, mx.model.vocab_size);
+  const ParameterCount n = count_parameters(mx.model, mx.model.vocab_size);
+  const double embedding_in = 32000.0 * 4096;
+  CHECK(per_token > 6 * (n.active - embedding_in));
+  CHECK(per_token < 6 * n.active + 3 * 4.0 * 32768 * 32 * 128 * 32);
 }
 
 TEST_CASE("expert layers fold onto each stage's ranks as Megatron's tp-ep-dp order", "[ir][moe][layout]") {
