@@ -1,7 +1,7 @@
-// paralab exec — stream workers, dependencies, memory events, watchdog.
+// paralab exec — stream workers, dependencies, memory events, the watchdog's wait policy.
+// Failures (recorded, described, injected) are in runtime_failure.cpp.
 #include "exec/runtime.hpp"
 
-#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -30,11 +30,6 @@ std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", s);
   return buf;
-}
-std::string ranks_list(const std::vector<int64_t>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
 }
 }  // namespace
 
@@ -187,18 +182,6 @@ void Runtime::check_cancel() const {
   if (failed_.load(std::memory_order_acquire)) throw Cancelled();
 }
 
-void Runtime::fail(const std::string& message, bool watchdog) {
-  {
-    std::lock_guard lk(mu_);
-    if (!failed_.load()) {
-      error_ = message;
-      error_is_watchdog_ = watchdog;
-      failed_.store(true, std::memory_order_release);
-    }
-  }
-  for (StreamState& st : streams_) st.cv.notify_all();
-}
-
 void Runtime::wake_waiters(OpId done) {
   // The op's state was stored (seq_cst) before this reads the streams' waiting_on (seq_cst),
   // and a waiter stores waiting_on before it reads the state: one of the two sees the other,
@@ -209,69 +192,6 @@ void Runtime::wake_waiters(OpId done) {
     std::lock_guard lk(mu_);
     st.cv.notify_all();
   }
-}
-
-std::string Runtime::describe_comm(const Op& op) const {
-  const OpPlan& o = plan_.ops[op.id];
-  std::string group_ranks = ranks_list(o.group);
-  if (const auto* c = op.collective()) {
-    return std::string(to_string(c->kind)) + "(" + std::string(to_string(c->op)) + ") of " + std::to_string(c->bytes) +
-           " B over the " + std::string(to_string(c->group)) + " group " + group_ranks + " (tag " + std::to_string(c->tag) + ")";
-  }
-  if (const auto* p = op.p2p()) {
-    std::string out;
-    if (o.recv_from >= 0)
-      out += "recv of " + std::to_string(p->bytes) + " B from rank " + std::to_string(o.group[static_cast<size_t>(o.recv_from)]);
-    if (o.send_to >= 0)
-      out += std::string(out.empty() ? "" : " and ") + "send of " + std::to_string(p->bytes) + " B to rank " +
-             std::to_string(o.group[static_cast<size_t>(o.send_to)]);
-    return out + " (" + std::string(to_string(p->group)) + " group, tag " + std::to_string(p->tag) + ")";
-  }
-  return "nothing";
-}
-
-std::string Runtime::describe_op_state(OpId id, int hops) const {
-  const Op& op = g_.op(id);
-  const StreamState& st = streams_[static_cast<size_t>(op.stream)];
-  const uint8_t s = state_[id].load();
-  if (s == 2) return "finished";
-  if (s == 1) return "issued";
-  const OpId cur = st.current.load();
-  const auto phase = static_cast<Phase>(st.phase.load());
-  if (cur == id) {
-    if (phase == Phase::running) return is_comm(op.kind) ? "running: waits for " + describe_comm(op) : "running";
-    const OpId w = st.waiting_on.load();
-    if (w == kNoOp) return "about to start";
-    std::string out = "waiting for op " + op_label(g_.op(w));
-    if (hops + 1 < kStreams) out += ", which is " + describe_op_state(w, hops + 1);
-    return out;
-  }
-  if (cur == kNoOp) return "not started (its stream has not begun)";
-  std::string out = "not started: " + std::string(to_string(op.stream)) + " is still at op " + op_label(g_.op(cur));
-  if (hops + 1 < kStreams) out += ", which is " + describe_op_state(cur, hops + 1);
-  return out;
-}
-
-std::string Runtime::describe_streams() const {
-  std::string out = "streams:";
-  for (int s = 0; s < kStreams; ++s) {
-    if (!plan_.stream_used[static_cast<size_t>(s)]) continue;
-    const StreamState& st = streams_[static_cast<size_t>(s)];
-    const OpId cur = st.current.load();
-    const auto phase = static_cast<Phase>(st.phase.load());
-    out += " " + std::string(to_string(static_cast<Stream>(s))) + "=";
-    if (phase == Phase::finished) out += "finished";
-    else if (cur == kNoOp) out += "idle";
-    else if (phase == Phase::waiting) {
-      const OpId w = st.waiting_on.load();
-      out += "op " + std::to_string(cur) + " waiting for op " + (w == kNoOp ? std::string("?") : std::to_string(w));
-    } else {
-      out += "running op " + std::to_string(cur);
-    }
-    out += ";";
-  }
-  out.pop_back();
-  return out;
 }
 
 void Runtime::wait_dependency(const Op& op, OpId dep) {
@@ -324,27 +244,6 @@ void Runtime::release(BufferId b) {
   backend_.deallocate(p, buf.bytes());
   std::lock_guard lk(mem_mu_);
   live_[static_cast<size_t>(buf.category)] -= static_cast<double>(buf.bytes());
-}
-
-void Runtime::apply_fault(const Op& op, int64_t step) {
-  using A = FaultInjection::Action;
-  if (!fault_op_ || *fault_op_ != op.id || step != opts_.fault.step) return;
-  std::fprintf(stderr, "paralab execute: rank %lld: injecting fault (%s) at op %s\n", (long long)plan_.rank,
-               opts_.fault.action == A::throw_error ? "throw" : opts_.fault.action == A::kill ? "kill"
-               : opts_.fault.action == A::hang     ? "hang"
-                                                   : "drop",
-               op_label(op).c_str());
-  std::fflush(stderr);
-  switch (opts_.fault.action) {
-    case A::throw_error: throw std::runtime_error("injected fault at op " + op_label(op));
-    case A::kill: std::raise(SIGKILL); break;
-    case A::hang:
-      for (;;) {  // a stuck rank: never finishes, but leaves when the job is torn down
-        check_cancel();
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    default: break;
-  }
 }
 
 void Runtime::worker(Stream s, int64_t step, StepRun& out, std::mutex& out_mu) {
